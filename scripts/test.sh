@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Builds jllm and runs its tests: every cpu and nvrtc test (gpu tests skip without a device).
+#   scripts/test.sh            Release build in build/, all tests
+#   scripts/test.sh --sanitize AddressSanitizer + UBSan build in build-asan/, cpu tests only
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+if [ "${1:-}" = "--sanitize" ]; then
+  export JLLM_BUILD_DIR=$root/build-asan
+  "$root/scripts/build.sh" -DJLLM_SANITIZE=ON -DJLLM_WITH_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo
+  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+  ctest --test-dir "$JLLM_BUILD_DIR" -L cpu --output-on-failure -j"$(nproc)"
+else
+  "$root/scripts/build.sh"
+  ctest --test-dir "${JLLM_BUILD_DIR:-$root/build}" --output-on-failure -j"$(nproc)"
+fi
