@@ -1,0 +1,34 @@
+// Read-bandwidth probe for the benchmark: streams `bytes` (a multiple of 16) with the same
+// 16-byte L1-bypassing loads the GEMV kernels use, several in flight per thread, and writes one
+// word per CTA so the loads cannot be dropped. Its GB/s is the ceiling a GEMV is measured against.
+#include "jllm_common.cuh"
+
+extern "C" __global__ void __launch_bounds__(256)
+    read_bandwidth(const uint4* __restrict__ src, unsigned long long n16, jllm_u32* __restrict__ out) {
+  constexpr int kUnroll = 4;
+  const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
+  unsigned long long i = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  jllm_u32 acc = 0;
+  for (; i + (kUnroll - 1) * stride < n16; i += kUnroll * stride) {
+    uint4 v[kUnroll];
+#pragma unroll
+    for (int k = 0; k < kUnroll; ++k) v[k] = jllm_load_stream16(src + i + k * stride);
+#pragma unroll
+    for (int k = 0; k < kUnroll; ++k) acc ^= v[k].x ^ v[k].y ^ v[k].z ^ v[k].w;
+  }
+  for (; i < n16; i += stride) {
+    const uint4 v = jllm_load_stream16(src + i);
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  // Reduce so only one store per CTA reaches memory.
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) acc ^= __shfl_xor_sync(0xffffffffu, acc, offset);
+  __shared__ jllm_u32 warp_acc[8];
+  if ((threadIdx.x & 31) == 0) warp_acc[threadIdx.x >> 5] = acc;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    jllm_u32 total = 0;
+    for (int w = 0; w < static_cast<int>(blockDim.x >> 5); ++w) total ^= warp_acc[w];
+    out[blockIdx.x] = total;
+  }
+}
