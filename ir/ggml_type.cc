@@ -40,6 +40,7 @@ constexpr GgmlTypeTraits kTraits[] = {
     {GgmlType::kMXFP4, "mxfp4", 32, 17, false},
     {GgmlType::kNVFP4, "nvfp4", 64, 36, false},
     {GgmlType::kQ1_0, "q1_0", 128, 18, false},
+    {GgmlType::kQ2_0, "q2_0", 64, 18, false},
 };
 
 }  // namespace

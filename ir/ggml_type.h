@@ -43,6 +43,7 @@ enum class GgmlType : uint32_t {
   kMXFP4 = 39,
   kNVFP4 = 40,
   kQ1_0 = 41,
+  kQ2_0 = 42,  // newer than FORMATS.md: upstream ggml.h now ends at GGML_TYPE_COUNT = 43
 };
 
 struct GgmlTypeTraits {

@@ -25,13 +25,14 @@ std::string_view ValueTypeName(ValueType t);
 struct Value {
   ValueType type = ValueType::kUint8;
   ValueType array_type = ValueType::kUint8;  // element type when type == kArray
-  // Scalar payload: integers (signed and unsigned, bool) widened, floats widened, or a string.
+  // Scalar payload, widened: uint64_t for UINT8/16/32/64 and BOOL, int64_t for INT8/16/32/64,
+  // double for FLOAT32/64, std::string for STRING.
   std::variant<uint64_t, int64_t, double, std::string> scalar;
   // Array payloads: exactly one is filled, by element type.
-  std::vector<int64_t> ints;        // every integer type and bool
+  std::vector<int64_t> ints;        // every integer type and bool (UINT64 as its bit pattern)
   std::vector<double> floats;       // f32, f64
   std::vector<std::string> strings;
-  uint64_t array_size() const;
+  uint64_t array_size() const;      // 0 for scalars
 };
 
 struct KeyValue {
@@ -53,6 +54,10 @@ class GgufFile {
  public:
   // Maps and parses `path`. Errors name the file and the key or tensor at fault.
   static absl::StatusOr<std::unique_ptr<GgufFile>> Open(const std::string& path);
+  // Parses a file image held in memory; `name` stands for the path in messages. Used by tests
+  // and fuzzing (an exact-size heap buffer lets AddressSanitizer see any overread).
+  static absl::StatusOr<std::unique_ptr<GgufFile>> OpenBuffer(std::string name,
+                                                              std::vector<uint8_t> bytes);
   ~GgufFile();
   GgufFile(const GgufFile&) = delete;
   GgufFile& operator=(const GgufFile&) = delete;
@@ -85,8 +90,10 @@ class GgufFile {
   GgufFile() = default;
   std::string path_;
   uint32_t version_ = 0;
-  const uint8_t* map_ = nullptr;
+  const uint8_t* map_ = nullptr;  // the mapping, or owned_.data()
   uint64_t size_ = 0;
+  bool mapped_ = false;           // map_ came from mmap and is unmapped on destruction
+  std::vector<uint8_t> owned_;    // the image, for OpenBuffer
   uint32_t alignment_ = 32;
   uint64_t data_offset_ = 0;
   std::vector<KeyValue> kvs_;

@@ -14,9 +14,13 @@ namespace jllm::gguf {
 
 class GgufWriter {
  public:
+  // `alignment` must be a power of two (checked at Write()). If it is not the default 32 and no
+  // general.alignment key is set, Write() adds that key (UINT32) first; a general.alignment key
+  // that disagrees with `alignment` is an error.
   explicit GgufWriter(uint32_t alignment = 32);
 
-  // Metadata, written in the order added; a duplicate key is an error at Write().
+  // Metadata, written in the order added; a duplicate key is an error at Write(), and so is a
+  // Value whose payload does not match its type or does not fit it (e.g. UINT8 300).
   void SetUint32(std::string key, uint32_t v);
   void SetInt32(std::string key, int32_t v);
   void SetUint64(std::string key, uint64_t v);
@@ -30,11 +34,16 @@ class GgufWriter {
 
   // A tensor whose bytes (exactly nbytes for type and dims) come from `fill` at Write() time,
   // so big models stream to disk without being held in memory. `ne` lists ne[0], ne[1], ...
+  // (1 to 4 entries); trailing 1s are not written (n_dims as ggml_n_dims). Errors: name of 64
+  // bytes or more, duplicate name, ne[0] not a multiple of the block size, negative ne.
   using Filler = std::function<absl::Status(uint8_t* dst, uint64_t nbytes)>;
   absl::Status AddTensor(std::string name, GgmlType type, std::vector<int64_t> ne, Filler fill);
   absl::Status AddTensor(std::string name, GgmlType type, std::vector<int64_t> ne,
                          std::vector<uint8_t> bytes);
 
+  // Writes PATH.tmp, then renames it over `path`; on any error the temporary file is removed
+  // and `path` is left as it was. Tensor data stream through one reusable buffer (the size of
+  // the largest tensor), so the model is never held in memory whole. The writer can be reused.
   absl::Status Write(const std::string& path);
 
  private:
