@@ -1,0 +1,16 @@
+#include "backends/backend.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace jllm {
+
+absl::StatusOr<absl::Span<const uint8_t>> BlobWeightSource::Bytes(const ir::WeightRef& w) const {
+  if (w.offset > blob_.size() || w.nbytes > blob_.size() - w.offset) {
+    return absl::OutOfRangeError(absl::StrCat("weight '", w.name, "': bytes [", w.offset, ", ",
+                                              w.offset + w.nbytes, ") lie outside the ",
+                                              blob_.size(), "-byte weight data"));
+  }
+  return blob_.subspan(w.offset, w.nbytes);
+}
+
+}  // namespace jllm
