@@ -1,0 +1,111 @@
+#include "passes/kv_dtype.h"
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "ir/absl_compat.h"
+#include "ir/status.h"
+
+namespace jllm::passes {
+namespace {
+
+constexpr int64_t kMiB = int64_t{1} << 20;
+
+absl::StatusOr<int64_t> PositiveInt(const PassOptions& options, std::string_view key) {
+  ASSIGN_OR_RETURN(int64_t v, options.Int(key, 0));
+  if (v < 1 || v > (int64_t{1} << 40)) {
+    return options.Error(key, absl::StrCat(v, " must be a positive number"));
+  }
+  return v;
+}
+
+}  // namespace
+
+absl::StatusOr<KvDTypeOptions> ParseKvDTypeOptions(const PassOptions& options) {
+  KvDTypeOptions out;
+  ASSIGN_OR_RETURN(std::string dtype, options.String("dtype", "f16"));
+  if (dtype == "f16") {
+    out.dtype = KvDTypeOptions::Choice::kF16;
+  } else if (dtype == "int8") {
+    out.dtype = KvDTypeOptions::Choice::kInt8;
+  } else if (dtype == "auto") {
+    out.dtype = KvDTypeOptions::Choice::kAuto;
+  } else {
+    return options.Error("dtype", absl::StrCat("'", dtype, "' is not one of f16, int8, auto"));
+  }
+  if (options.Has("memory_budget_mib")) {
+    ASSIGN_OR_RETURN(out.memory_budget_mib, PositiveInt(options, "memory_budget_mib"));
+  }
+  if (options.Has("context_length")) {
+    ASSIGN_OR_RETURN(out.context_length, PositiveInt(options, "context_length"));
+  }
+  if (out.dtype == KvDTypeOptions::Choice::kAuto && !out.memory_budget_mib) {
+    return options.Error("dtype", "auto needs the option memory_budget_mib (the KV cache budget)");
+  }
+  ASSIGN_OR_RETURN(PassOptions::Map layers, options.GetMap("layers"));
+  for (const auto& [key, value] : layers) {
+    int64_t layer = -1;
+    if (!absl::SimpleAtoi(key, &layer) || layer < 0) {
+      return options.Error("layers", absl::StrCat("'", key, "' is not a layer index"));
+    }
+    const auto t = ir::ParseKvDType(value);
+    if (!t) {
+      return options.Error("layers", absl::StrCat("layer ", layer, ": '", value,
+                                                  "' is not one of f16, int8"));
+    }
+    out.layers[layer] = *t;
+  }
+  return out;
+}
+
+absl::Status CheckKvDTypeOptions(const PassOptions& options) {
+  return ParseKvDTypeOptions(options).status();
+}
+
+int64_t KvCacheBytes(const ir::ModelConfig& config, ir::KvDType t, int64_t tokens) {
+  return ir::KvBytesPerTokenPerLayer(config, t) * config.n_layer * tokens;
+}
+
+absl::StatusOr<PassResult> RunKvDType(ir::Graph& g, const PassOptions& options) {
+  ASSIGN_OR_RETURN(KvDTypeOptions opts, ParseKvDTypeOptions(options));
+  const int64_t n_layer = static_cast<int64_t>(g.kv_dtypes.size());
+  std::string why;
+  ir::KvDType base = ir::KvDType::kF16;
+  if (opts.dtype == KvDTypeOptions::Choice::kInt8) {
+    base = ir::KvDType::kInt8;
+  } else if (opts.dtype == KvDTypeOptions::Choice::kAuto) {
+    const int64_t tokens = opts.context_length.value_or(g.config.context_length);
+    const int64_t f16_bytes = KvCacheBytes(g.config, ir::KvDType::kF16, tokens);
+    const int64_t budget = *opts.memory_budget_mib * kMiB;
+    base = f16_bytes <= budget ? ir::KvDType::kF16 : ir::KvDType::kInt8;
+    const double int8_mib =
+        static_cast<double>(KvCacheBytes(g.config, ir::KvDType::kInt8, tokens)) / kMiB;
+    why = absl::StrFormat(" (auto: %d tokens take %.1f MiB in f16, %.1f MiB in int8; budget %d MiB)",
+                          tokens, static_cast<double>(f16_bytes) / kMiB, int8_mib,
+                          *opts.memory_budget_mib);
+  }
+  std::vector<ir::KvDType> want(n_layer, base);
+  for (const auto& [layer, t] : opts.layers) {
+    if (layer >= n_layer) {
+      return options.Error("layers", absl::StrCat("layer ", layer, " does not exist (the model has ",
+                                                  n_layer, " layers)"));
+    }
+    want[layer] = t;
+  }
+  bool changed = false;
+  int64_t n_int8 = 0;
+  for (int64_t l = 0; l < n_layer; ++l) {
+    if (g.kv_dtypes[l] != want[l]) {
+      g.SetKvDType(l, want[l]);
+      changed = true;
+    }
+    n_int8 += want[l] == ir::KvDType::kInt8;
+  }
+  std::string report = n_int8 == 0           ? absl::StrCat("kv cache f16 in all ", n_layer, " layers")
+                       : n_int8 == n_layer ? absl::StrCat("kv cache int8 in all ", n_layer, " layers")
+                                           : absl::StrCat("kv cache int8 in ", n_int8, " of ",
+                                                          n_layer, " layers, f16 in the rest");
+  return PassResult{changed, report + why};
+}
+
+}  // namespace jllm::passes

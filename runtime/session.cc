@@ -1,0 +1,229 @@
+#include "runtime/session.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "ir/absl_compat.h"
+#include "ir/status.h"
+#include "runtime/plan_weights.h"
+#include "runtime/stop_strings.h"
+#include "runtime/tokenizer/stream_decoder.h"
+
+namespace jllm::runtime {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+}  // namespace
+
+std::string_view StopReasonName(StopReason r) {
+  switch (r) {
+    case StopReason::kEndOfGeneration: return "end of generation";
+    case StopReason::kMaxTokens: return "token limit";
+    case StopReason::kStopString: return "stop string";
+    case StopReason::kContextFull: return "context full";
+    case StopReason::kCancelled: return "cancelled";
+  }
+  return "unknown";
+}
+
+double GenerationStats::prompt_tokens_per_second() const {
+  return prompt_seconds > 0 ? prompt_tokens / prompt_seconds : 0;
+}
+
+double GenerationStats::decode_tokens_per_second() const {
+  return decode_seconds > 0 ? decode_steps / decode_seconds : 0;
+}
+
+absl::StatusOr<std::unique_ptr<Session>> Session::Create(const ir::Graph& graph,
+                                                         const gguf::TokenizerData& tokenizer,
+                                                         std::unique_ptr<Backend> backend,
+                                                         std::unique_ptr<WeightSource> weights,
+                                                         const SessionOptions& options) {
+  if (backend == nullptr || weights == nullptr) {
+    return absl::InvalidArgumentError("Session::Create needs a backend and a weight source");
+  }
+  std::unique_ptr<Session> s(new Session());
+  s->config_ = graph.config;
+  const int64_t model_ctx = graph.config.context_length;
+  if (options.context < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("context size must be positive, not ", options.context));
+  }
+  s->context_ = options.context > 0 ? options.context : std::min(model_ctx, kDefaultContext);
+  if (s->context_ <= 0) {
+    return absl::InvalidArgumentError("the model does not say its context length; pass one");
+  }
+  if (model_ctx > 0 && s->context_ > model_ctx) {
+    return absl::InvalidArgumentError(absl::StrCat("context ", s->context_,
+                                                   " exceeds the model's maximum context ",
+                                                   model_ctx, "; pass a smaller one"));
+  }
+  s->prefill_chunk_ = std::max<int64_t>(1, options.prefill_chunk);
+  ASSIGN_OR_RETURN(s->tokenizer_, Tokenizer::Create(tokenizer));
+  if (s->tokenizer_->n_vocab() != graph.config.n_vocab) {
+    return absl::InvalidArgumentError(absl::StrCat("the tokenizer has ", s->tokenizer_->n_vocab(),
+                                                   " tokens but the model's vocabulary is ",
+                                                   graph.config.n_vocab));
+  }
+  s->weights_ = std::move(weights);
+  s->backend_ = std::move(backend);
+  BackendOptions bo;
+  bo.max_context = s->context_;
+  bo.n_threads = options.n_threads;
+  RETURN_IF_ERROR(s->backend_->Load(graph, *s->weights_, bo));
+  return s;
+}
+
+absl::StatusOr<std::unique_ptr<Session>> Session::FromPlan(const Plan& plan,
+                                                           const std::string& plan_path,
+                                                           std::unique_ptr<Backend> backend,
+                                                           const SessionOptions& options,
+                                                           const std::string& gguf_override) {
+  ASSIGN_OR_RETURN(std::unique_ptr<PlanWeights> weights,
+                   PlanWeights::Open(plan.weights, plan_path, gguf_override));
+  return Create(plan.graph, plan.tokenizer, std::move(backend), std::move(weights), options);
+}
+
+absl::StatusOr<std::vector<int32_t>> Session::Tokenize(std::string_view text) const {
+  EncodeOptions eo;
+  eo.parse_special = true;
+  eo.add_bos = true;  // only if the vocabulary asks for it (Qwen3 does not)
+  return tokenizer_->Encode(text, eo);
+}
+
+absl::Status Session::Prefill(absl::Span<const int32_t> tokens, const GenerateOptions& options,
+                              std::vector<float>* last_row) {
+  const int64_t n_vocab = config_.n_vocab;
+  const LogitsRows rows = options.on_logits ? LogitsRows::kAll : LogitsRows::kLast;
+  for (size_t begin = 0; begin < tokens.size(); begin += prefill_chunk_) {
+    const auto chunk = tokens.subspan(begin, prefill_chunk_);
+    RETURN_IF_ERROR(backend_->Forward(chunk, static_cast<int64_t>(cached_.size()), rows, &logits_));
+    const size_t n_rows = rows == LogitsRows::kAll ? chunk.size() : 1;
+    if (logits_.size() != n_rows * n_vocab) {
+      return absl::InternalError(absl::StrCat("backend ", Sv(backend_->name()), " returned ",
+                                              logits_.size(), " logits for ", n_rows, " rows of ",
+                                              n_vocab));
+    }
+    cached_.insert(cached_.end(), chunk.begin(), chunk.end());
+    if (options.on_logits) {
+      for (size_t i = 0; i < chunk.size(); ++i) {
+        options.on_logits(chunk[i], absl::MakeConstSpan(logits_).subspan(i * n_vocab, n_vocab));
+      }
+    }
+  }
+  last_row->assign(logits_.end() - n_vocab, logits_.end());
+  return absl::OkStatus();
+}
+
+absl::StatusOr<GenerateResult> Session::Generate(absl::Span<const int32_t> prompt,
+                                                 Sampler& sampler,
+                                                 const GenerateOptions& options) {
+  const auto start = Clock::now();
+  if (prompt.empty()) return absl::InvalidArgumentError("the prompt is empty");
+  for (int32_t id : prompt) {
+    if (!tokenizer_->IsValidId(id)) {
+      return absl::InvalidArgumentError(absl::StrCat("prompt token id ", id,
+                                                     " is outside the vocabulary [0, ",
+                                                     tokenizer_->n_vocab(), ")"));
+    }
+  }
+  if (static_cast<int64_t>(prompt.size()) > context_) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the prompt is ", prompt.size(), " tokens but the context holds ", context_,
+        ": shorten it or raise the context size (-c; the model allows up to ",
+        config_.context_length, ")"));
+  }
+  RETURN_IF_ERROR(ValidateSamplerOptions(sampler.options()));
+
+  // Reuse the cached prefix, but always recompute the last prompt token: its logits are needed.
+  size_t reuse = 0;
+  while (reuse < cached_.size() && reuse + 1 < prompt.size() && cached_[reuse] == prompt[reuse]) {
+    ++reuse;
+  }
+  cached_.resize(reuse);
+
+  GenerateResult result;
+  GenerationStats& stats = result.stats;
+  stats.reused_tokens = static_cast<int64_t>(reuse);
+  stats.prompt_tokens = static_cast<int64_t>(prompt.size() - reuse);
+  std::vector<float> row;
+  const auto prefill_start = Clock::now();
+  RETURN_IF_ERROR(Prefill(prompt.subspan(reuse), options, &row));
+  stats.prompt_seconds = Seconds(prefill_start, Clock::now());
+  sampler.SetHistory(prompt);
+
+  DecodeOptions dopt;
+  dopt.skip_control = true;
+  StreamDecoder decoder(*tokenizer_, dopt);
+  StopStringFilter stops(options.stop_strings);
+  bool cancelled = false;
+  const auto emit = [&](const std::string& text) {
+    if (text.empty() || cancelled) return;
+    result.text += text;
+    if (options.on_text && !options.on_text(text)) cancelled = true;
+  };
+
+  const int64_t n_vocab = config_.n_vocab;
+  auto decode_start = Clock::now();
+  while (true) {
+    if (options.max_tokens >= 0 && stats.generated_tokens >= options.max_tokens) {
+      result.stop = StopReason::kMaxTokens;
+      break;
+    }
+    const int32_t token = sampler.Sample(row);
+    ++stats.generated_tokens;
+    result.tokens.push_back(token);
+    if (stats.generated_tokens == 1) {
+      decode_start = Clock::now();
+      stats.time_to_first_token = Seconds(start, decode_start);
+    }
+    if (tokenizer_->IsEndOfGeneration(token)) {
+      result.stop = StopReason::kEndOfGeneration;
+      break;
+    }
+    sampler.Accept(token);
+    ASSIGN_OR_RETURN(std::string piece, decoder.Push(token));
+    emit(stops.Push(piece));
+    if (stops.stopped()) {
+      result.stop = StopReason::kStopString;
+      break;
+    }
+    if (cancelled) {
+      result.stop = StopReason::kCancelled;
+      break;
+    }
+    if (options.max_tokens >= 0 && stats.generated_tokens >= options.max_tokens) {
+      result.stop = StopReason::kMaxTokens;
+      break;
+    }
+    if (static_cast<int64_t>(cached_.size()) >= context_) {
+      result.stop = StopReason::kContextFull;
+      break;
+    }
+    const int32_t step[1] = {token};
+    RETURN_IF_ERROR(backend_->Forward(step, static_cast<int64_t>(cached_.size()),
+                                      LogitsRows::kLast, &logits_));
+    if (logits_.size() != static_cast<size_t>(n_vocab)) {
+      return absl::InternalError(absl::StrCat("backend ", Sv(backend_->name()), " returned ",
+                                              logits_.size(), " logits, not ", n_vocab));
+    }
+    cached_.push_back(token);
+    ++stats.decode_steps;
+    if (options.on_logits) options.on_logits(token, logits_);
+    row.assign(logits_.begin(), logits_.end());
+  }
+  if (stats.generated_tokens > 0) stats.decode_seconds = Seconds(decode_start, Clock::now());
+  if (!stops.stopped()) {
+    emit(stops.Push(decoder.Finish()));
+    if (!stops.stopped()) emit(stops.Flush());
+  }
+  return result;
+}
+
+}  // namespace jllm::runtime

@@ -1,0 +1,46 @@
+// Qwen3's chat template (ChatML with thinking), rendered in C++: the behaviour of the Jinja
+// template in Qwen3's tokenizer_config.json for system, user, assistant and tool messages,
+// without tool declarations or tool calls. Not a Jinja engine.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+
+namespace jllm::runtime {
+
+struct ChatMessage {
+  std::string role;  // "system", "user", "assistant" or "tool"
+  std::string content;
+  // An assistant turn's reasoning, when kept apart from `content`; otherwise a
+  // "<think>...</think>" block at the start of `content` is taken as the reasoning.
+  std::optional<std::string> reasoning_content = std::nullopt;
+};
+
+struct ChatOptions {
+  bool add_generation_prompt = true;  // end with "<|im_start|>assistant\n"
+  // When false, the generation prompt gets an empty think block, which tells Qwen3 to answer
+  // without thinking.
+  bool enable_thinking = true;
+};
+
+class ChatTemplate {
+ public:
+  // Accepts the GGUF's tokenizer.chat_template when it is ChatML (empty means Qwen3's default);
+  // any other template is refused with a message saying what is supported.
+  static absl::StatusOr<ChatTemplate> FromGgufTemplate(std::string_view jinja);
+  static ChatTemplate Qwen3() { return ChatTemplate(); }
+
+  // The prompt text, with special tokens written out: encode it with parse_special = true.
+  absl::StatusOr<std::string> Render(absl::Span<const ChatMessage> messages,
+                                     const ChatOptions& options = {}) const;
+
+ private:
+  ChatTemplate() = default;
+};
+
+}  // namespace jllm::runtime

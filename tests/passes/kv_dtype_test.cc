@@ -1,0 +1,121 @@
+#include "passes/kv_dtype.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tests/ir/tiny_model_ir.h"
+#include "tests/passes/pass_test_util.h"
+
+namespace jllm::passes {
+namespace {
+
+using jllm::testing::kTinyModelIr;
+using testing::Edit;
+using ::testing::HasSubstr;
+
+PassOptions Options(std::string_view yaml) {
+  auto o = PassOptions::FromYaml(yaml, "kv-dtype");
+  EXPECT_TRUE(o.ok()) << o.status();
+  return *o;
+}
+
+std::string Int8Tiny() {
+  return Edit(kTinyModelIr, {{"kv_cache f16", "kv_cache int8"},
+                             {"%blk.0.kv: f16[2,S,4]", "%blk.0.kv: i8[2,S,4]"}});
+}
+
+TEST(KvDTypeTest, DefaultF16ChangesNothing) {
+  const testing::Ran ran = testing::RunPass(RunKvDType, kTinyModelIr);
+  EXPECT_EQ(ran.ir, kTinyModelIr);
+  EXPECT_FALSE(ran.result.changed);
+  EXPECT_EQ(ran.result.report, "kv cache f16 in all 1 layers");
+}
+
+TEST(KvDTypeTest, Int8RetypesTheCache) {
+  const testing::Ran ran = testing::RunPass(RunKvDType, kTinyModelIr, Options("dtype: int8"));
+  EXPECT_EQ(ran.ir, Int8Tiny());
+  EXPECT_TRUE(ran.result.changed);
+  EXPECT_EQ(ran.result.report, "kv cache int8 in all 1 layers");
+  // And back.
+  EXPECT_EQ(testing::RunPass(RunKvDType, Int8Tiny(), Options("dtype: f16")).ir, kTinyModelIr);
+}
+
+TEST(KvDTypeTest, Int8AlsoRetypesTheFusedNode) {
+  const std::string fused = Edit(
+      kTinyModelIr,
+      {{"%blk.0.q_normed: f32[T,8] = head_rms_norm(%blk.0.q; @blk.0.attn_q_norm.weight) n_head=2 "
+        "head_dim=4 eps=1e-06\n"
+        "%blk.0.k_normed: f32[T,4] = head_rms_norm(%blk.0.k; @blk.0.attn_k_norm.weight) n_head=1 "
+        "head_dim=4 eps=1e-06\n"
+        "%blk.0.q_rope: f32[T,8] = rope(%blk.0.q_normed, %pos) n_head=2 head_dim=4 n_rot=4 "
+        "freq_base=10000 freq_scale=1\n"
+        "%blk.0.k_rope: f32[T,4] = rope(%blk.0.k_normed, %pos) n_head=1 head_dim=4 n_rot=4 "
+        "freq_base=10000 freq_scale=1\n"
+        "%blk.0.kv: f16[2,S,4] = kv_append(%blk.0.k_rope, %blk.0.v, %pos) layer=0 n_head_kv=1 "
+        "head_dim=4\n",
+        "%blk.0.q_rope: f32[T,8], %blk.0.kv: f16[2,S,4] = qk_norm_rope_kv_append(%blk.0.q, "
+        "%blk.0.k, %blk.0.v, %pos; @blk.0.attn_q_norm.weight, @blk.0.attn_k_norm.weight) layer=0 "
+        "n_head=2 n_head_kv=1 head_dim=4 eps=1e-06 n_rot=4 freq_base=10000 freq_scale=1\n"}});
+  const testing::Ran ran = testing::RunPass(RunKvDType, fused, Options("dtype: int8"));
+  EXPECT_EQ(ran.ir, Edit(fused, {{"kv_cache f16", "kv_cache int8"},
+                                 {"%blk.0.kv: f16[2,S,4]", "%blk.0.kv: i8[2,S,4]"}}));
+}
+
+TEST(KvDTypeTest, PerLayerOverride) {
+  const testing::Ran ran =
+      testing::RunPass(RunKvDType, kTinyModelIr, Options("{dtype: int8, layers: {0: f16}}"));
+  EXPECT_EQ(ran.ir, kTinyModelIr);
+  EXPECT_FALSE(ran.result.changed);
+  const testing::Ran bad = testing::RunPass(RunKvDType, kTinyModelIr, Options("layers: {3: int8}"));
+  EXPECT_THAT(bad.ir, HasSubstr("layer 3 does not exist (the model has 1 layers)"));
+}
+
+// The tiny model's cache: 2 (K, V) × Hkv 1 × D 4 × 2 bytes = 16 bytes per token in f16, so a
+// 1 MiB budget holds exactly 65536 tokens.
+TEST(KvDTypeTest, AutoDecidesFromContextAndBudget) {
+  const testing::Ran fits = testing::RunPass(
+      RunKvDType, kTinyModelIr, Options("{dtype: auto, memory_budget_mib: 1, context_length: 65536}"));
+  EXPECT_EQ(fits.ir, kTinyModelIr);
+  EXPECT_EQ(fits.result.report,
+            "kv cache f16 in all 1 layers (auto: 65536 tokens take 1.0 MiB in f16, 0.8 MiB in "
+            "int8; budget 1 MiB)");
+  const testing::Ran over = testing::RunPass(
+      RunKvDType, kTinyModelIr, Options("{dtype: auto, memory_budget_mib: 1, context_length: 65537}"));
+  EXPECT_EQ(over.ir, Int8Tiny());
+  // Without context_length, the model's own (64 tokens) is planned for.
+  const testing::Ran model = testing::RunPass(RunKvDType, kTinyModelIr,
+                                              Options("{dtype: auto, memory_budget_mib: 1}"));
+  EXPECT_EQ(model.ir, kTinyModelIr);
+}
+
+TEST(KvDTypeTest, CacheSizesMatchDesignNumbers) {
+  // Qwen3-4B: 36 layers, Hkv 8, D 128: 144 KiB per token in f16 (DESIGN.md).
+  ir::ModelConfig c{"qwen3", 2560, 36, 32, 8, 128, 9728, 151936, 40960, 1e6f, 1.0f, 1e-6f, true};
+  EXPECT_EQ(KvCacheBytes(c, ir::KvDType::kF16, 1), 144 * 1024);
+  // int8: 130 bytes per (position, head) row instead of 256.
+  EXPECT_EQ(KvCacheBytes(c, ir::KvDType::kInt8, 1), 36 * 2 * 8 * 130);
+}
+
+TEST(KvDTypeTest, BadOptionsAreNamed) {
+  EXPECT_THAT(std::string(ParseKvDTypeOptions(Options("dtype: fp8")).status().message()),
+              HasSubstr("pass 'kv-dtype': option 'dtype': 'fp8' is not one of f16, int8, auto"));
+  EXPECT_THAT(std::string(ParseKvDTypeOptions(Options("dtype: auto")).status().message()),
+              HasSubstr("auto needs the option memory_budget_mib"));
+  EXPECT_THAT(std::string(ParseKvDTypeOptions(Options("memory_budget_mib: lots")).status().message()),
+              HasSubstr("option 'memory_budget_mib': 'lots' is not an integer"));
+  EXPECT_THAT(std::string(ParseKvDTypeOptions(Options("layers: {x: int8}")).status().message()),
+              HasSubstr("option 'layers': 'x' is not a layer index"));
+  EXPECT_THAT(std::string(ParseKvDTypeOptions(Options("layers: {0: bf16}")).status().message()),
+              HasSubstr("layer 0: 'bf16' is not one of f16, int8"));
+  EXPECT_THAT(std::string(ParseKvDTypeOptions(Options("layers: int8")).status().message()),
+              HasSubstr("expected a map"));
+}
+
+TEST(KvDTypeTest, PassOffLeavesTheGraphUnchanged) {
+  EXPECT_EQ(testing::RunOnly("kv-dtype", false, Int8Tiny()), Int8Tiny());
+  // On with default options: back to f16.
+  EXPECT_EQ(testing::RunOnly("kv-dtype", true, Int8Tiny()), kTinyModelIr);
+}
+
+}  // namespace
+}  // namespace jllm::passes

@@ -1,0 +1,138 @@
+// Greedy decoding of the trained tiny-coder model through the whole runtime: compile (graph,
+// default passes) into a plan in memory, read it back, open a Session on cpu_ref and continue
+// `def fibonacci(n):`.
+#include <algorithm>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "runtime/plan_file.h"
+#include "runtime/plan_weights.h"
+#include "runtime/session.h"
+#include "tests/runtime/model_test_support.h"
+
+namespace jllm::runtime {
+namespace {
+
+constexpr int kNewTokens = 32;
+
+// GOLDEN TOKENS: the oracle issue (transformers on the same Q8_0 weights) provides the exact
+// greedy continuation of "def fibonacci(n):". Until then this stays empty and the golden test
+// skips; do not fill it from jllm's own output.
+const std::vector<int32_t> kGoldenFibonacciTokens = {};
+
+struct Decoded {
+  GenerateResult result;
+  std::vector<std::vector<float>> rows;  // logits of every processed position
+  std::vector<int32_t> prompt;
+};
+
+class GreedyDecodeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    JLLM_SKIP_WITHOUT_TINY_CODER();
+    model_ = testing::OpenTinyCoder();
+    ASSERT_NE(model_, nullptr);
+  }
+
+  // The plan jllm-compile would write, serialized and read back.
+  Plan MakePlan(const passes::PipelineConfig& config) {
+    Plan plan;
+    plan.graph = model_->graph;
+    auto runs = passes::RunPipeline(plan.graph, config);
+    EXPECT_TRUE(runs.ok()) << runs.status();
+    plan.tokenizer = model_->tokenizer_data;
+    auto info = DescribeGgufWeights(testing::TinyCoderPath(), model_->file->bytes(),
+                                    model_->file->data_offset());
+    EXPECT_TRUE(info.ok()) << info.status();
+    plan.weights = *info;
+    auto back = DeserializePlan(SerializePlan(plan), "tiny-coder.plan");
+    EXPECT_TRUE(back.ok()) << back.status();
+    return back.ok() ? *std::move(back) : Plan{};
+  }
+
+  Decoded Decode(const Plan& plan) {
+    Decoded d;
+    auto session = Session::FromPlan(plan, "tiny-coder.plan", CreateCpuRefBackend(),
+                                     {.context = 128, .n_threads = 2});
+    EXPECT_TRUE(session.ok()) << session.status();
+    if (!session.ok()) return d;
+    auto prompt = (*session)->Tokenize("def fibonacci(n):");
+    EXPECT_TRUE(prompt.ok()) << prompt.status();
+    d.prompt = *prompt;
+    Sampler greedy({.temperature = 0.0f});
+    GenerateOptions o;
+    o.max_tokens = kNewTokens;
+    o.on_logits = [&d](int32_t, absl::Span<const float> row) {
+      d.rows.emplace_back(row.begin(), row.end());
+    };
+    auto r = (*session)->Generate(*prompt, greedy, o);
+    EXPECT_TRUE(r.ok()) << r.status();
+    if (r.ok()) d.result = *std::move(r);
+    return d;
+  }
+
+  std::unique_ptr<testing::TinyCoder> model_;
+};
+
+int32_t Argmax(const std::vector<float>& row) {
+  return static_cast<int32_t>(std::max_element(row.begin(), row.end()) - row.begin());
+}
+
+// The gap between the best and second-best logit of a row.
+float Margin(std::vector<float> row) {
+  std::partial_sort(row.begin(), row.begin() + 2, row.end(), std::greater<float>());
+  return row[0] - row[1];
+}
+
+TEST_F(GreedyDecodeTest, FibonacciIsDeterministicNonTrivialAndFollowsTheLogits) {
+  const Plan plan = MakePlan(passes::DefaultPipelineConfig());
+  const Decoded a = Decode(plan);
+  const Decoded b = Decode(plan);
+  ASSERT_FALSE(a.result.tokens.empty());
+  std::printf("def fibonacci(n):%s\n", a.result.text.c_str());
+  EXPECT_EQ(a.result.tokens, b.result.tokens);
+  EXPECT_EQ(a.result.text, b.result.text);
+
+  // Non-trivial: a full run of tokens, several different ones, over more than one line.
+  EXPECT_EQ(a.result.stop, StopReason::kMaxTokens);
+  EXPECT_EQ(a.result.tokens.size(), static_cast<size_t>(kNewTokens));
+  EXPECT_GE(std::set<int32_t>(a.result.tokens.begin(), a.result.tokens.end()).size(), 6u);
+  EXPECT_NE(a.result.text.find('\n'), std::string::npos);
+
+  // Each generated token is the arg-max of the row before it (prompt's last row, then the rows
+  // of the fed-back tokens).
+  ASSERT_EQ(a.rows.size(), a.prompt.size() + kNewTokens - 1);
+  for (int i = 0; i < kNewTokens; ++i) {
+    EXPECT_EQ(a.result.tokens[i], Argmax(a.rows[a.prompt.size() - 1 + i])) << "token " << i;
+  }
+}
+
+TEST_F(GreedyDecodeTest, PassesDoNotChangeTheGreedyTokensWhereTheChoiceIsClear) {
+  const Decoded on = Decode(MakePlan(passes::DefaultPipelineConfig()));
+  const Decoded off = Decode(MakePlan(testing::NoPasses()));
+  ASSERT_EQ(on.result.tokens.size(), off.result.tokens.size());
+  // Tokens agree up to the first step whose top-2 logits are within 0.05 (where f32 rounding
+  // differences between the fused and unfused graphs could legitimately pick either).
+  int checked = 0;
+  for (int i = 0; i < kNewTokens; ++i) {
+    ASSERT_EQ(on.result.tokens[i], off.result.tokens[i]) << "token " << i;
+    ++checked;
+    if (Margin(on.rows[on.prompt.size() - 1 + i]) < 0.05f) break;
+  }
+  EXPECT_GE(checked, 8);
+}
+
+TEST_F(GreedyDecodeTest, MatchesTheGoldenTokensFromTheOracle) {
+  if (kGoldenFibonacciTokens.empty()) {
+    GTEST_SKIP() << "golden tokens come from the oracle issue (transformers); not yet recorded";
+  }
+  const Decoded d = Decode(MakePlan(passes::DefaultPipelineConfig()));
+  const size_t n = std::min(kGoldenFibonacciTokens.size(), d.result.tokens.size());
+  EXPECT_EQ(std::vector<int32_t>(d.result.tokens.begin(), d.result.tokens.begin() + n),
+            std::vector<int32_t>(kGoldenFibonacciTokens.begin(), kGoldenFibonacciTokens.begin() + n));
+}
+
+}  // namespace
+}  // namespace jllm::runtime

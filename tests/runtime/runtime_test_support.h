@@ -1,0 +1,91 @@
+// Shared pieces of the runtime tests: temporary paths, a tiny synthesized Qwen3 GGUF (the
+// byte-level vocabulary, so token ids are byte values), reading files, and a scripted fake
+// backend for the generation loop.
+#pragma once
+
+#include <cstdint>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "backends/backend.h"
+#include "frontends/gguf/synth_model.h"
+#include "gtest/gtest.h"
+
+namespace jllm::runtime::testing {
+
+inline std::string TempPath(const std::string& name) {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string base = ::testing::TempDir() + "jllm_rt_";
+  if (info != nullptr) base += std::string(info->test_suite_name()) + "_" + info->name() + "_";
+  return base + name;
+}
+
+inline std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+inline void WriteAll(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+// The `tiny` preset (E 256, 4 layers, byte-level vocabulary of 261 tokens) with Q8_0 matrices.
+inline void WriteTinyModel(const std::string& path, uint64_t seed = 1) {
+  gguf::SynthOptions o;
+  o.preset = "tiny";
+  o.weights = gguf::SynthWeights::kQ8_0;
+  o.seed = seed;
+  o.threads = 1;
+  auto s = gguf::WriteSynthModel(o, path);
+  ASSERT_TRUE(s.ok()) << s.status();
+}
+
+// A backend that runs no model: each position's logits come from `next(position, token)`,
+// which returns the token to favour there (its logit is 10, every other one 0). It records
+// every Forward call and refuses calls past max_context, as the interface requires.
+class ScriptedBackend : public Backend {
+ public:
+  struct Call {
+    std::vector<int32_t> tokens;
+    int64_t pos0;
+    LogitsRows rows;
+  };
+  using Next = std::function<int32_t(int64_t pos, int32_t token)>;
+
+  ScriptedBackend(int64_t n_vocab, Next next, std::vector<Call>* calls)
+      : n_vocab_(n_vocab), next_(std::move(next)), calls_(calls) {}
+
+  std::string_view name() const override { return "scripted"; }
+  absl::Status Load(const ir::Graph&, const WeightSource&, const BackendOptions& o) override {
+    max_context_ = o.max_context;
+    return absl::OkStatus();
+  }
+  absl::Status Forward(absl::Span<const int32_t> tokens, int64_t pos0, LogitsRows rows,
+                       std::vector<float>* logits) override {
+    if (calls_ != nullptr) calls_->push_back({{tokens.begin(), tokens.end()}, pos0, rows});
+    if (tokens.empty() || pos0 < 0 || pos0 + static_cast<int64_t>(tokens.size()) > max_context_) {
+      return absl::OutOfRangeError("scripted backend: positions past the context");
+    }
+    const size_t n_rows = rows == LogitsRows::kAll ? tokens.size() : 1;
+    logits->assign(n_rows * n_vocab_, 0.0f);
+    for (size_t r = 0; r < n_rows; ++r) {
+      const size_t t = rows == LogitsRows::kAll ? r : tokens.size() - 1;
+      const int32_t want = next_(pos0 + static_cast<int64_t>(t), tokens[t]);
+      (*logits)[r * n_vocab_ + want] = 10.0f;
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  int64_t n_vocab_;
+  Next next_;
+  std::vector<Call>* calls_;
+  int64_t max_context_ = 0;
+};
+
+}  // namespace jllm::runtime::testing

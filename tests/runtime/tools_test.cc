@@ -1,0 +1,207 @@
+// jllm-synth -> jllm-compile -> jllm-run on the tiny preset, as a user runs them: the plan is
+// written, the run streams text, --dump-logits writes [positions x n_vocab] float32 plus a JSON
+// sidecar, --prompt-ids bypasses the tokenizer, and bad input gets a clear message.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/runtime/runtime_test_support.h"
+
+namespace jllm::runtime {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::ReadAll;
+using testing::WriteAll;
+
+constexpr int64_t kTinyVocab = 261;  // byte-level: 256 bytes + 5 special tokens
+
+struct ToolRun {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+ToolRun Tool(const std::string& binary, const std::string& args, const std::string& stdin_text = "") {
+  const std::string base = testing::TempPath(std::to_string(getpid()));
+  const std::string err_path = base + ".stderr", in_path = base + ".stdin";
+  WriteAll(in_path, stdin_text);
+  const std::string cmd = "'" + binary + "' " + args + " <'" + in_path + "' 2>'" + err_path + "'";
+  ToolRun r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.err = ReadAll(err_path);
+  std::remove(err_path.c_str());
+  std::remove(in_path.c_str());
+  return r;
+}
+
+class ToolsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = testing::TempPath("dir");
+    std::filesystem::create_directories(dir_);
+    gguf_ = dir_ + "/tiny.gguf";
+    plan_ = dir_ + "/tiny.plan";
+    ToolRun synth = Tool(JLLM_SYNTH_PATH, "--preset tiny --type q4_k_m --seed 3 -o '" + gguf_ + "'");
+    ASSERT_EQ(synth.exit_code, 0) << synth.err;
+    ToolRun compile = Tool(JLLM_COMPILE_PATH, "'" + gguf_ + "' -o '" + plan_ + "'");
+    ASSERT_EQ(compile.exit_code, 0) << compile.err;
+    compile_out_ = compile.out;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::string dir_, gguf_, plan_, compile_out_;
+};
+
+TEST_F(ToolsTest, CompilePrintsEachPassReport) {
+  for (const char* pass : {"group-qkv", "group-gate-up", "fuse-rmsnorm-matmul",
+                           "fuse-residual-add", "fuse-swiglu", "fuse-qknorm-rope", "kv-dtype"}) {
+    EXPECT_THAT(compile_out_, HasSubstr(pass));
+  }
+  EXPECT_THAT(compile_out_, HasSubstr("grouped 4 q/k/v triples"));
+  EXPECT_EQ(ReadAll(plan_).substr(0, 8), "JLLMPLAN");
+}
+
+TEST_F(ToolsTest, CompileDumpsIrAndTakesAPassFile) {
+  const std::string yaml = dir_ + "/passes.yaml";
+  WriteAll(yaml, "passes:\n  fuse-swiglu: false\n  kv-dtype: {enabled: true, dtype: int8}\n");
+  ToolRun r = Tool(JLLM_COMPILE_PATH, "'" + gguf_ + "' -o '" + plan_ + "' --passes '" + yaml +
+                                          "' --dump-ir --dump-ir-after group-qkv");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("# IR after group-qkv"));
+  EXPECT_THAT(r.out, HasSubstr("jllm-ir 1"));
+  EXPECT_THAT(r.out, HasSubstr("kv_cache int8 int8 int8 int8"));
+  EXPECT_THAT(r.out, ::testing::ContainsRegex("fuse-swiglu +off"));
+
+  WriteAll(yaml, "passes:\n  fuse-everything: true\n");
+  r = Tool(JLLM_COMPILE_PATH, "'" + gguf_ + "' -o '" + plan_ + "' --passes '" + yaml + "'");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("fuse-everything"));
+}
+
+TEST_F(ToolsTest, RunStreamsTextAndDumpsLogitsOfEveryProcessedPosition) {
+  const std::string dump = dir_ + "/logits.f32";
+  ToolRun r = Tool(JLLM_RUN_PATH, "'" + plan_ + "' -p 'Hello' -n 6 --temp 0 --dump-logits '" +
+                                      dump + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(r.out.starts_with("Hello")) << r.out;
+  EXPECT_THAT(r.err, HasSubstr("prompt"));
+  EXPECT_THAT(r.err, HasSubstr("tok/s"));
+  EXPECT_THAT(r.err, HasSubstr("first token after"));
+
+  const auto side = nlohmann::json::parse(ReadAll(dump + ".json"));
+  const auto ids = side.at("token_ids").get<std::vector<int32_t>>();
+  const auto shape = side.at("shape").get<std::vector<int64_t>>();
+  ASSERT_EQ(shape.size(), 2u);
+  EXPECT_EQ(shape[0], static_cast<int64_t>(ids.size()));
+  EXPECT_EQ(shape[1], kTinyVocab);
+  // The byte-level prompt "Hello" (5 ids = its bytes), then the generated tokens fed back: 6
+  // generated, the last one never fed, unless an end-of-generation token came first.
+  ASSERT_GE(ids.size(), 5u);
+  EXPECT_LE(ids.size(), 5u + 5u);
+  EXPECT_THAT(std::vector<int32_t>(ids.begin(), ids.begin() + 5),
+              ::testing::ElementsAre('H', 'e', 'l', 'l', 'o'));
+  const std::string raw = ReadAll(dump);
+  ASSERT_EQ(raw.size(), ids.size() * kTinyVocab * sizeof(float));
+
+  // Greedy: each fed-back token is the arg-max of the row before it.
+  std::vector<float> logits(raw.size() / sizeof(float));
+  std::memcpy(logits.data(), raw.data(), raw.size());
+  for (size_t i = 5; i < ids.size(); ++i) {
+    const float* row = logits.data() + (i - 1) * kTinyVocab;
+    EXPECT_EQ(std::max_element(row, row + kTinyVocab) - row, ids[i]) << i;
+  }
+
+  // The same ids through --prompt-ids give the same logits, bit for bit.
+  const std::string ids_file = dir_ + "/ids.txt", dump2 = dir_ + "/logits2.f32";
+  WriteAll(ids_file, "72 101\n108\t108 111\n");
+  r = Tool(JLLM_RUN_PATH, "'" + plan_ + "' --prompt-ids '" + ids_file +
+                              "' -n 6 --temp 0 --dump-logits '" + dump2 + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(ReadAll(dump2), raw);
+  EXPECT_EQ(nlohmann::json::parse(ReadAll(dump2 + ".json")).at("token_ids"), side.at("token_ids"));
+}
+
+TEST_F(ToolsTest, SeededSamplingIsReproducible) {
+  const std::string args = "'" + plan_ + "' -p 'abc' -n 12 --temp 1.5 --top-k 0 --top-p 1 --min-p 0 --seed 7";
+  ToolRun a = Tool(JLLM_RUN_PATH, args), b = Tool(JLLM_RUN_PATH, args);
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_THAT(a.err, HasSubstr("seed 7"));
+}
+
+TEST_F(ToolsTest, ChatReadsTurnsFromStdin) {
+  ToolRun r = Tool(JLLM_RUN_PATH, "'" + plan_ + "' --chat --no-think -n 4 --temp 0",
+                   "first question\nsecond question\n");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Two turns, each with its statistics; the second reuses the first turn's cached prefix.
+  size_t turns = 0;
+  for (size_t at = r.err.find("jllm-run: decode"); at != std::string::npos;
+       at = r.err.find("jllm-run: decode", at + 1)) {
+    ++turns;
+  }
+  EXPECT_EQ(turns, 2u) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("cached"));
+}
+
+TEST_F(ToolsTest, ContextFullIsReportedClearly) {
+  ToolRun r = Tool(JLLM_RUN_PATH, "'" + plan_ + "' -p 'Hello' -c 12 --temp 0");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Unless the model ends early, 12 positions fill up.
+  if (r.err.find("end of generation") == std::string::npos) {
+    EXPECT_THAT(r.err, HasSubstr("context is full (all 12 positions used)"));
+  }
+  r = Tool(JLLM_RUN_PATH, "'" + plan_ + "' -p 'a prompt longer than the context' -c 8");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("context holds 8"));
+}
+
+TEST_F(ToolsTest, BadInputGetsAClearMessage) {
+  ToolRun r = Tool(JLLM_RUN_PATH, "'" + plan_ + "' -p hi --backend cuda");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("CUDA backend is not built yet"));
+
+  r = Tool(JLLM_RUN_PATH, "'" + gguf_ + "' -p hi");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("GGUF model, not a jllm plan"));
+
+  std::string bytes = ReadAll(plan_);
+  WriteAll(plan_, bytes.substr(0, bytes.size() - 100));
+  r = Tool(JLLM_RUN_PATH, "'" + plan_ + "' -p hi");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("truncated"));
+  WriteAll(plan_, bytes);
+
+  std::filesystem::rename(gguf_, gguf_ + ".moved");
+  r = Tool(JLLM_RUN_PATH, "'" + plan_ + "' -p hi -n 1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("missing (moved or deleted)"));
+  r = Tool(JLLM_RUN_PATH, "'" + plan_ + "' -p hi -n 1 --model '" + gguf_ + ".moved'");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+
+  const std::string ids_file = dir_ + "/bad-ids.txt";
+  WriteAll(ids_file, "1 2 x3");
+  r = Tool(JLLM_RUN_PATH, "'" + plan_ + "' --prompt-ids '" + ids_file + "' --model '" + gguf_ + ".moved'");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("'x3' is not a token id"));
+
+  r = Tool(JLLM_RUN_PATH, "'" + plan_ + "'");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("give a prompt"));
+}
+
+}  // namespace
+}  // namespace jllm::runtime

@@ -1,0 +1,105 @@
+// jllm-compile: GGUF model -> plan.bin. Builds the Qwen3 graph, runs the YAML-configured pass
+// pipeline (printing what each pass did), fingerprints the GGUF and writes the plan file.
+//
+//   jllm-compile model.gguf -o plan.bin [--passes passes.yaml] [--dump-ir] [--dump-ir-after NAME]
+#include <chrono>
+#include <cstdio>
+#include <string>
+
+#include "CLI/CLI.hpp"
+#include "frontends/gguf/gguf_file.h"
+#include "frontends/gguf/qwen3_graph.h"
+#include "frontends/gguf/tokenizer_data.h"
+#include "ir/text.h"
+#include "passes/pipeline.h"
+#include "passes/registry.h"
+#include "runtime/plan_file.h"
+#include "runtime/plan_weights.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int Fail(const absl::Status& status) {
+  std::fprintf(stderr, "jllm-compile: %s\n", std::string(status.message()).c_str());
+  return 1;
+}
+
+double Since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Compiles a Qwen3 GGUF model into a jllm plan file."};
+  std::string model, out, passes_file, dump_after;
+  bool dump_ir = false;
+  app.add_option("model", model, "the GGUF model file")->required();
+  app.add_option("-o,--output", out, "the plan file to write")->required();
+  app.add_option("--passes", passes_file,
+                 "YAML pass configuration (default: every pass on, KV cache f16); passes: " +
+                     jllm::passes::ValidPassNames());
+  app.add_flag("--dump-ir", dump_ir, "print the final (lowered) IR to stdout");
+  app.add_option("--dump-ir-after", dump_after, "print the IR after the pass NAME to stdout");
+  CLI11_PARSE(app, argc, argv);
+
+  const auto start = Clock::now();
+  std::fprintf(stderr, "jllm-compile: reading %s\n", model.c_str());
+  auto file = jllm::gguf::GgufFile::Open(model);
+  if (!file.ok()) return Fail(file.status());
+  auto graph = jllm::gguf::BuildQwen3Graph(**file);
+  if (!graph.ok()) return Fail(graph.status());
+  auto tokenizer = jllm::gguf::ReadTokenizerData(**file);
+  if (!tokenizer.ok()) return Fail(tokenizer.status());
+  const auto& c = graph->config;
+  std::fprintf(stderr,
+               "jllm-compile: %s: %lld layers, E %lld, heads %lld/%lld x %lld, ffn %lld, vocab "
+               "%lld; graph of %zu nodes, %zu weights\n",
+               c.arch.c_str(), (long long)c.n_layer, (long long)c.n_embd, (long long)c.n_head,
+               (long long)c.n_head_kv, (long long)c.head_dim, (long long)c.n_ff,
+               (long long)c.n_vocab, graph->nodes.size(), graph->weights.size());
+
+  auto config = passes_file.empty() ? absl::StatusOr<jllm::passes::PipelineConfig>(
+                                          jllm::passes::DefaultPipelineConfig())
+                                    : jllm::passes::LoadPipelineConfig(passes_file);
+  if (!config.ok()) return Fail(config.status());
+  jllm::passes::PipelineOptions po;
+  po.dump_ir_after = dump_after;
+  po.dump = [](std::string_view pass, const std::string& ir) {
+    std::printf("# IR after %.*s\n%s", static_cast<int>(pass.size()), pass.data(), ir.c_str());
+    std::fflush(stdout);
+  };
+  std::fprintf(stderr, "jllm-compile: running passes\n");
+  auto runs = jllm::passes::RunPipeline(*graph, *config, po);
+  if (!runs.ok()) return Fail(runs.status());
+
+  jllm::runtime::Plan plan;
+  plan.passes_yaml = jllm::passes::PipelineConfigToYaml(*config);
+  std::printf("passes (%s):\n", passes_file.empty() ? "defaults" : passes_file.c_str());
+  for (const auto& r : *runs) {
+    std::printf("  %-22s %-3s %-9s %s\n", r.name.c_str(), r.enabled ? "on" : "off",
+                !r.enabled ? "" : (r.changed ? "changed" : "unchanged"), r.report.c_str());
+    plan.passes.push_back({r.name, r.enabled, r.changed, r.report});
+  }
+  if (dump_ir) std::printf("%s", jllm::ir::Print(*graph).c_str());
+  std::fflush(stdout);
+
+  std::fprintf(stderr, "jllm-compile: fingerprinting %s\n", model.c_str());
+  auto weights =
+      jllm::runtime::DescribeGgufWeights(model, (*file)->bytes(), (*file)->data_offset());
+  if (!weights.ok()) return Fail(weights.status());
+  plan.weights = *std::move(weights);
+  plan.graph = *std::move(graph);
+  plan.tokenizer = *std::move(tokenizer);
+  if (auto st = jllm::runtime::WritePlanFile(plan, out); !st.ok()) return Fail(st);
+  int n_int8 = 0;
+  for (auto t : plan.graph.kv_dtypes) n_int8 += t == jllm::ir::KvDType::kInt8;
+  std::fprintf(stderr,
+               "jllm-compile: wrote %s: %zu nodes, KV cache %d f16 + %d int8 layers, weights "
+               "from %s (%.2f s)\n",
+               out.c_str(), plan.graph.nodes.size(),
+               static_cast<int>(plan.graph.kv_dtypes.size()) - n_int8, n_int8,
+               plan.weights.gguf_path.c_str(), Since(start));
+  return 0;
+}
