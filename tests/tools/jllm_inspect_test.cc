@@ -1,4 +1,6 @@
 // Runs the jllm-inspect binary on a file written by GgufWriter and checks what it prints.
+#include <unistd.h>
+
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -21,7 +23,7 @@ struct ToolRun {
 };
 
 ToolRun Inspect(const std::string& args) {
-  const std::string err_path = ::testing::TempDir() + "jllm_inspect_test.stderr";
+  const std::string err_path = ::testing::TempDir() + "jllm_inspect_test_" + std::to_string(getpid()) + ".stderr";
   const std::string cmd = std::string("'") + JLLM_INSPECT_PATH + "' " + args + " 2>'" + err_path + "'";
   ToolRun r;
   FILE* p = popen(cmd.c_str(), "r");
@@ -42,7 +44,7 @@ ToolRun Inspect(const std::string& args) {
 class JllmInspect : public ::testing::Test {
  protected:
   void SetUp() override {
-    path_ = ::testing::TempDir() + "jllm_inspect_test.gguf";
+    path_ = ::testing::TempDir() + "jllm_inspect_test_" + std::to_string(getpid()) + ".gguf";
     gguf::GgufWriter w;
     w.SetString("general.architecture", "qwen3");
     w.SetUint32("qwen3.block_count", 28);
