@@ -1,7 +1,7 @@
 // jllm's IR in one include, and a map of where things are.
 //
 //   ir/types.h            DType (f32 f16 i32 i8), Shape with symbolic T and S, ValueType,
-//                         KvDType (f16 | int8) of the KV cache.
+//                         KvDType (f16 | int8 | f32) of the KV cache.
 //   ir/model_config.h     ModelConfig: the Qwen3 hyper-parameters; KV bytes per token.
 //   ir/ops.h              OpKind, the op signature table, typed attribute structs (Attrs).
 //   ir/graph.h            WeightRef (GGUF tensor: type, ne[], offset, nbytes), Value, Node,

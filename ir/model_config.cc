@@ -53,7 +53,9 @@ absl::Status ValidateModelConfig(const ModelConfig& c) {
 }
 
 int64_t KvBytesPerTokenPerLayer(const ModelConfig& c, KvDType t) {
-  const int64_t row = t == KvDType::kInt8 ? c.head_dim + 2 : c.head_dim * 2;
+  int64_t row = c.head_dim * 2;                              // f16
+  if (t == KvDType::kInt8) row = c.head_dim + 2;             // int8 values + one f16 scale
+  if (t == KvDType::kF32) row = c.head_dim * 4;
   return 2 * c.n_head_kv * row;
 }
 

@@ -129,7 +129,7 @@ absl::StatusOr<Graph> ReadGraph(ByteReader& r) {
   ASSIGN_OR_RETURN(uint32_t n_kv, r.Count("kv_cache types", 1));
   for (uint32_t i = 0; i < n_kv; ++i) {
     ASSIGN_OR_RETURN(uint8_t t, r.U8("kv_cache type"));
-    if (t > static_cast<uint8_t>(KvDType::kInt8)) {
+    if (t > static_cast<uint8_t>(KvDType::kF32)) {
       return r.Error(absl::StrCat("unknown KV cache type ", int{t}));
     }
     g.kv_dtypes.push_back(static_cast<KvDType>(t));

@@ -255,7 +255,7 @@ class Parser {
       auto t = ParseKvDType(name);
       if (!t) {
         return absl::InvalidArgumentError(
-            absl::StrCat("unknown KV cache type '", name, "' (valid: f16, int8)"));
+            absl::StrCat("unknown KV cache type '", name, "' (valid: f16, int8, f32)"));
       }
       g_.kv_dtypes.push_back(*t);
     }

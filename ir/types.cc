@@ -32,15 +32,30 @@ int64_t DTypeBytes(DType t) {
   return 0;
 }
 
-std::string_view KvDTypeName(KvDType t) { return t == KvDType::kInt8 ? "int8" : "f16"; }
+std::string_view KvDTypeName(KvDType t) {
+  switch (t) {
+    case KvDType::kF16: return "f16";
+    case KvDType::kInt8: return "int8";
+    case KvDType::kF32: return "f32";
+  }
+  return "?";
+}
 
 std::optional<KvDType> ParseKvDType(std::string_view s) {
   if (s == "f16") return KvDType::kF16;
   if (s == "int8") return KvDType::kInt8;
+  if (s == "f32") return KvDType::kF32;
   return std::nullopt;
 }
 
-DType KvValueDType(KvDType t) { return t == KvDType::kInt8 ? DType::kI8 : DType::kF16; }
+DType KvValueDType(KvDType t) {
+  switch (t) {
+    case KvDType::kF16: return DType::kF16;
+    case KvDType::kInt8: return DType::kI8;
+    case KvDType::kF32: return DType::kF32;
+  }
+  return DType::kF16;
+}
 
 std::string DimToString(int64_t d) {
   if (d == kDimT) return "T";

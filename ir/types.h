@@ -25,10 +25,11 @@ int64_t DTypeBytes(DType t);
 // The KV cache element type of one layer: the kv-dtype pass chooses it, the graph records it.
 // int8 storage: each (position, kv head) row of D int8 values carries one f16 scale, for K and V
 // alike; KvBytesPerToken (ir/model_config.h) counts exactly that.
-enum class KvDType : uint8_t { kF16 = 0, kInt8 = 1 };
-std::string_view KvDTypeName(KvDType t);             // "f16", "int8"
+// kF32 is exact storage for validation against float32 references; `auto` never picks it.
+enum class KvDType : uint8_t { kF16 = 0, kInt8 = 1, kF32 = 2 };
+std::string_view KvDTypeName(KvDType t);             // "f16", "int8", "f32"
 std::optional<KvDType> ParseKvDType(std::string_view s);
-DType KvValueDType(KvDType t);                       // the dtype of the cache value: f16 or i8
+DType KvValueDType(KvDType t);                       // the dtype of the cache value: f16, i8 or f32
 
 inline constexpr int64_t kDimT = -1;  // tokens in this step
 inline constexpr int64_t kDimS = -2;  // positions in the KV cache after this step

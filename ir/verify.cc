@@ -108,7 +108,7 @@ absl::Status Verify(const Graph& g) {
                              g.config.n_layer));
   }
   for (KvDType t : g.kv_dtypes) {
-    if (t != KvDType::kF16 && t != KvDType::kInt8) return Fail("kv_cache has an unknown type");
+    if (t != KvDType::kF16 && t != KvDType::kInt8 && t != KvDType::kF32) return Fail("kv_cache has an unknown type");
   }
   RETURN_IF_ERROR(VerifyWeights(g));
   RETURN_IF_ERROR(VerifyValues(g));

@@ -28,10 +28,12 @@ absl::StatusOr<KvDTypeOptions> ParseKvDTypeOptions(const PassOptions& options) {
     out.dtype = KvDTypeOptions::Choice::kF16;
   } else if (dtype == "int8") {
     out.dtype = KvDTypeOptions::Choice::kInt8;
+  } else if (dtype == "f32") {
+    out.dtype = KvDTypeOptions::Choice::kF32;
   } else if (dtype == "auto") {
     out.dtype = KvDTypeOptions::Choice::kAuto;
   } else {
-    return options.Error("dtype", absl::StrCat("'", dtype, "' is not one of f16, int8, auto"));
+    return options.Error("dtype", absl::StrCat("'", dtype, "' is not one of f16, int8, f32, auto"));
   }
   if (options.Has("memory_budget_mib")) {
     ASSIGN_OR_RETURN(out.memory_budget_mib, PositiveInt(options, "memory_budget_mib"));
@@ -51,7 +53,7 @@ absl::StatusOr<KvDTypeOptions> ParseKvDTypeOptions(const PassOptions& options) {
     const auto t = ir::ParseKvDType(value);
     if (!t) {
       return options.Error("layers", absl::StrCat("layer ", layer, ": '", value,
-                                                  "' is not one of f16, int8"));
+                                                  "' is not one of f16, int8, f32"));
     }
     out.layers[layer] = *t;
   }
@@ -73,6 +75,8 @@ absl::StatusOr<PassResult> RunKvDType(ir::Graph& g, const PassOptions& options) 
   ir::KvDType base = ir::KvDType::kF16;
   if (opts.dtype == KvDTypeOptions::Choice::kInt8) {
     base = ir::KvDType::kInt8;
+  } else if (opts.dtype == KvDTypeOptions::Choice::kF32) {
+    base = ir::KvDType::kF32;
   } else if (opts.dtype == KvDTypeOptions::Choice::kAuto) {
     const int64_t tokens = opts.context_length.value_or(g.config.context_length);
     const int64_t f16_bytes = KvCacheBytes(g.config, ir::KvDType::kF16, tokens);
@@ -93,18 +97,27 @@ absl::StatusOr<PassResult> RunKvDType(ir::Graph& g, const PassOptions& options) 
     want[layer] = t;
   }
   bool changed = false;
-  int64_t n_int8 = 0;
+  int64_t n_of[3] = {0, 0, 0};  // layers per KvDType, indexed by its value
   for (int64_t l = 0; l < n_layer; ++l) {
     if (g.kv_dtypes[l] != want[l]) {
       g.SetKvDType(l, want[l]);
       changed = true;
     }
-    n_int8 += want[l] == ir::KvDType::kInt8;
+    ++n_of[static_cast<int>(want[l])];
   }
-  std::string report = n_int8 == 0           ? absl::StrCat("kv cache f16 in all ", n_layer, " layers")
-                       : n_int8 == n_layer ? absl::StrCat("kv cache int8 in all ", n_layer, " layers")
-                                           : absl::StrCat("kv cache int8 in ", n_int8, " of ",
-                                                          n_layer, " layers, f16 in the rest");
+  const int64_t n_f16 = n_of[static_cast<int>(ir::KvDType::kF16)];
+  const int64_t n_int8 = n_of[static_cast<int>(ir::KvDType::kInt8)];
+  const int64_t n_f32 = n_of[static_cast<int>(ir::KvDType::kF32)];
+  std::string report;
+  if (n_f16 == n_layer || n_int8 == n_layer || n_f32 == n_layer) {
+    report = absl::StrCat("kv cache ", Sv(ir::KvDTypeName(want.empty() ? base : want[0])), " in all ",
+                          n_layer, " layers");
+  } else if (n_f32 == 0) {
+    report = absl::StrCat("kv cache int8 in ", n_int8, " of ", n_layer, " layers, f16 in the rest");
+  } else {
+    report = absl::StrCat("kv cache f16 in ", n_f16, ", int8 in ", n_int8, ", f32 in ", n_f32,
+                          " of ", n_layer, " layers");
+  }
   return PassResult{changed, report + why};
 }
 

@@ -2,13 +2,15 @@
 // (graph.kv_dtypes and the dtype of each layer's cache value).
 //
 // Options:
-//   dtype: f16 | int8 | auto      (default f16)
+//   dtype: f16 | int8 | f32 | auto (default f16)
 //   memory_budget_mib: N          KV cache budget for auto, in MiB (required with auto)
 //   context_length: N             tokens the cache must hold for auto (default: the model's)
-//   layers: {LAYER: f16|int8}     per-layer overrides, applied after dtype
+//   layers: {LAYER: f16|int8|f32} per-layer overrides, applied after dtype
 // auto picks f16 when context_length tokens of f16 cache fit in the budget, else int8
 // (ir::KvBytesPerTokenPerLayer gives the sizes). The runtime still caps the context to the
 // memory it finds; this only fixes the storage type ahead of time.
+// f32 stores K and V exactly, at twice the f16 size; it exists to validate against float32
+// references (tests/oracle), so auto never picks it.
 #pragma once
 
 #include <cstdint>
@@ -22,7 +24,7 @@
 namespace jllm::passes {
 
 struct KvDTypeOptions {
-  enum class Choice { kF16, kInt8, kAuto };
+  enum class Choice { kF16, kInt8, kF32, kAuto };
   Choice dtype = Choice::kF16;
   std::optional<int64_t> memory_budget_mib;
   std::optional<int64_t> context_length;

@@ -93,13 +93,16 @@ int main(int argc, char** argv) {
   plan.graph = *std::move(graph);
   plan.tokenizer = *std::move(tokenizer);
   if (auto st = jllm::runtime::WritePlanFile(plan, out); !st.ok()) return Fail(st);
-  int n_int8 = 0;
-  for (auto t : plan.graph.kv_dtypes) n_int8 += t == jllm::ir::KvDType::kInt8;
+  int n_int8 = 0, n_f32 = 0;
+  for (auto t : plan.graph.kv_dtypes) {
+    n_int8 += t == jllm::ir::KvDType::kInt8;
+    n_f32 += t == jllm::ir::KvDType::kF32;
+  }
   std::fprintf(stderr,
-               "jllm-compile: wrote %s: %zu nodes, KV cache %d f16 + %d int8 layers, weights "
-               "from %s (%.2f s)\n",
+               "jllm-compile: wrote %s: %zu nodes, KV cache %d f16 + %d int8 + %d f32 layers, "
+               "weights from %s (%.2f s)\n",
                out.c_str(), plan.graph.nodes.size(),
-               static_cast<int>(plan.graph.kv_dtypes.size()) - n_int8, n_int8,
+               static_cast<int>(plan.graph.kv_dtypes.size()) - n_int8 - n_f32, n_int8, n_f32,
                plan.weights.gguf_path.c_str(), Since(start));
   return 0;
 }

@@ -25,6 +25,8 @@ KvCache::KvCache(ir::KvDType type, int64_t n_pos, int64_t n_head_kv, int64_t hea
       width_(n_head_kv * head_dim) {
   if (type_ == ir::KvDType::kF16) {
     half_.assign(2 * n_pos_ * width_, 0);
+  } else if (type_ == ir::KvDType::kF32) {
+    full_.assign(2 * n_pos_ * width_, 0.0f);
   } else {
     q_.assign(2 * n_pos_ * width_, 0);
     scales_.assign(2 * n_pos_ * n_head_kv_, 0);
@@ -38,6 +40,10 @@ void KvCache::Write(int64_t pos, const float* k, const float* v) {
     if (type_ == ir::KvDType::kF16) {
       uint16_t* dst = &half_[row * width_];
       for (int64_t i = 0; i < width_; ++i) dst[i] = quant::F32ToFp16(src[i]);
+      continue;
+    }
+    if (type_ == ir::KvDType::kF32) {
+      std::copy(src, src + width_, &full_[row * width_]);
       continue;
     }
     for (int64_t h = 0; h < n_head_kv_; ++h) {
@@ -72,6 +78,11 @@ void KvCache::Read(int which, int64_t pos, float* out) const {
   if (type_ == ir::KvDType::kF16) {
     const uint16_t* src = &half_[row * width_];
     for (int64_t i = 0; i < width_; ++i) out[i] = half_to_f32[src[i]];
+    return;
+  }
+  if (type_ == ir::KvDType::kF32) {
+    const float* src = &full_[row * width_];
+    std::copy(src, src + width_, out);
     return;
   }
   for (int64_t h = 0; h < n_head_kv_; ++h) {

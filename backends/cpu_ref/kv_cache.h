@@ -1,5 +1,6 @@
 // One layer's KV cache in the element type the graph chose for it (ir/types.h):
 //  - f16: K and V rows stored as IEEE half;
+//  - f32: K and V rows stored exactly (for validation against float32 references);
 //  - int8: each (position, kv head) row of D values as int8 with one f16 scale,
 //    d = max|x| / 127, q = round(x · (1/d)) (the arithmetic of ggml's Q8_0 reference
 //    quantizer), read back as q · d.
@@ -35,6 +36,7 @@ class KvCache {
   int64_t head_dim_;
   int64_t width_;
   std::vector<uint16_t> half_;    // f16: [2][n_pos][width]
+  std::vector<float> full_;       // f32: [2][n_pos][width]
   std::vector<int8_t> q_;         // int8: [2][n_pos][width]
   std::vector<uint16_t> scales_;  // int8: [2][n_pos][n_head_kv], f16
 };

@@ -10,6 +10,9 @@
 // only f32 arithmetic (1e-11). For int8, x·(1/d) in f32 and x/d in double can round a
 // near-tie to neighbouring codes: one such element is off by d = max|x|/127, an NMSE of ~5e-8
 // in these sizes, so int8 cases allow 1e-7 (observed: the codes agree, NMSE ~5e-15).
+// An f32 cache stores K and V exactly: kv_append must read back bit for bit (NMSE 0), and
+// attention meets the f32-arithmetic bound against the plain double formula with no storage
+// rounding at all, which f16 meets only against a reference that rounds K and V to f16 too.
 #include <functional>
 #include <string>
 #include <vector>
@@ -40,6 +43,7 @@ constexpr double kRowNmse = 1e-13;
 constexpr double kMatMulNmse = 1e-11;
 constexpr double kAttentionNmse = 1e-11;
 constexpr double kInt8AttentionNmse = 1e-7;
+constexpr double kExactNmse = 0.0;
 
 std::string TypeTag(GgmlType t) { return std::string(GgmlTypeName(t)); }
 
@@ -281,9 +285,11 @@ void ElementwiseCases(std::vector<OpCase>& cases) {
 
 // kv_append alone: what the cache holds after two steps (read back through KvCache).
 void KvAppendCases(std::vector<OpCase>& cases) {
-  for (ir::KvDType kv : {ir::KvDType::kF16, ir::KvDType::kInt8}) {
-    cases.push_back({absl::StrCat("kv_append_", std::string(ir::KvDTypeName(kv))),
-                     kv == ir::KvDType::kF16 ? kCopyNmse : kInt8AttentionNmse,
+  for (ir::KvDType kv : {ir::KvDType::kF16, ir::KvDType::kInt8, ir::KvDType::kF32}) {
+    const double bound = kv == ir::KvDType::kF16   ? kCopyNmse
+                         : kv == ir::KvDType::kF32 ? kExactNmse
+                                                   : kInt8AttentionNmse;
+    cases.push_back({absl::StrCat("kv_append_", std::string(ir::KvDTypeName(kv))), bound,
                      [kv](std::mt19937& rng) {
       const int64_t hkv = 2, d = 64, w = hkv * d;
       TestModel m(1, kv);
@@ -322,11 +328,11 @@ void AttentionCases(std::vector<OpCase>& cases) {
                            {8, 2, 128, 4, 1, false}, {16, 8, 128, 9, 2, false},
                            {4, 2, 64, 5, 2, true}, {16, 8, 128, 3, 1, true}};
   for (P p : params) {
-    for (ir::KvDType kv : {ir::KvDType::kF16, ir::KvDType::kInt8}) {
+    for (ir::KvDType kv : {ir::KvDType::kF16, ir::KvDType::kInt8, ir::KvDType::kF32}) {
       cases.push_back({absl::StrCat(p.fused ? "qk_norm_rope_kv_append_attention" : "attention",
                                     "_H", p.h, "_Hkv", p.hkv, "_D", p.d, "_T", p.t1, "+", p.t2,
                                     "_", std::string(ir::KvDTypeName(kv))),
-                       kv == ir::KvDType::kF16 ? kAttentionNmse : kInt8AttentionNmse,
+                       kv == ir::KvDType::kInt8 ? kInt8AttentionNmse : kAttentionNmse,
                        [p, kv](std::mt19937& rng) {
         const int64_t qw = p.h * p.d, kvw = p.hkv * p.d, n = p.t1 + p.t2;
         const float eps = 1e-6f, base = 1e6f;

@@ -219,6 +219,7 @@ inline Matrix RefAttention(const Matrix& q, const Matrix& keys, const Matrix& va
 // int8 with scale d = max|x|/127 stored in f16, q = round(x/d).
 inline Matrix RefKvStore(const std::vector<float>& x, ir::KvDType type, int64_t head_dim) {
   Matrix y(x.size());
+  if (type == ir::KvDType::kF32) return ToDouble(x);  // exact storage: no rounding at all
   if (type == ir::KvDType::kF16) {
     for (size_t i = 0; i < x.size(); ++i) y[i] = quant::Fp16ToF32(quant::F32ToFp16(x[i]));
     return y;

@@ -61,8 +61,18 @@ Graph TinyFused() {
   return *std::move(g);
 }
 
+// The tiny model with an f32 cache (the validation storage type).
+Graph TinyF32Kv() {
+  auto g = Parse(absl::StrReplaceAll(testing::kTinyModelIr,
+                                     {{"kv_cache f16", "kv_cache f32"},
+                                      {"%blk.0.kv: f16[2,S,4]", "%blk.0.kv: f32[2,S,4]"}}));
+  EXPECT_TRUE(g.ok()) << g.status();
+  EXPECT_TRUE(Verify(*g).ok()) << Verify(*g);
+  return *std::move(g);
+}
+
 TEST(SerializeTest, RoundTripIsExact) {
-  for (const Graph& g : {Tiny(), TinyFused()}) {
+  for (const Graph& g : {Tiny(), TinyFused(), TinyF32Kv()}) {
     const std::string bytes = SerializeGraph(g);
     auto back = DeserializeGraph(bytes);
     ASSERT_TRUE(back.ok()) << back.status();

@@ -158,7 +158,7 @@ INSTANTIATE_TEST_SUITE_P(
                 "weight 'w' is declared twice"},
         BadText{std::string(kHead) + "weight v q9_K {8} offset=0 size=1\n", "unknown ggml type 'q9_K'"},
         BadText{std::string(kHead) + "weight v f32 {8} offset=0\n", "needs offset= and size="},
-        BadText{std::string(kHead) + "kv_cache f32\n", "unknown KV cache type 'f32' (valid: f16, int8)"},
+        BadText{std::string(kHead) + "kv_cache bf16\n", "unknown KV cache type 'bf16' (valid: f16, int8, f32)"},
         BadText{std::string(kHead) + "input %\"unterminated: f32[T]\n", "unterminated quoted name"},
         BadText{std::string(kHead) + "frobnicate\n", "unknown line keyword 'frobnicate'"},
         BadText{std::string(kHead) + "output %y\n", "line 6: %y is neither an input nor a node output"},

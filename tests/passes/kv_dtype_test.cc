@@ -40,6 +40,28 @@ TEST(KvDTypeTest, Int8RetypesTheCache) {
   EXPECT_EQ(testing::RunPass(RunKvDType, Int8Tiny(), Options("dtype: f16")).ir, kTinyModelIr);
 }
 
+std::string F32Tiny() {
+  return Edit(kTinyModelIr, {{"kv_cache f16", "kv_cache f32"},
+                             {"%blk.0.kv: f16[2,S,4]", "%blk.0.kv: f32[2,S,4]"}});
+}
+
+TEST(KvDTypeTest, F32RetypesTheCache) {
+  const testing::Ran ran = testing::RunPass(RunKvDType, kTinyModelIr, Options("dtype: f32"));
+  EXPECT_EQ(ran.ir, F32Tiny());
+  EXPECT_TRUE(ran.result.changed);
+  EXPECT_EQ(ran.result.report, "kv cache f32 in all 1 layers");
+  // Per layer too, and back to f16.
+  EXPECT_EQ(testing::RunPass(RunKvDType, kTinyModelIr, Options("layers: {0: f32}")).ir, F32Tiny());
+  EXPECT_EQ(testing::RunPass(RunKvDType, F32Tiny(), Options("dtype: f16")).ir, kTinyModelIr);
+}
+
+TEST(KvDTypeTest, AutoNeverPicksF32) {
+  // A budget far above even the f32 size (32 bytes per token here) still gets f16.
+  const testing::Ran ran = testing::RunPass(
+      RunKvDType, kTinyModelIr, Options("{dtype: auto, memory_budget_mib: 1024, context_length: 64}"));
+  EXPECT_EQ(ran.ir, kTinyModelIr);
+}
+
 TEST(KvDTypeTest, Int8AlsoRetypesTheFusedNode) {
   const std::string fused = Edit(
       kTinyModelIr,
@@ -94,11 +116,13 @@ TEST(KvDTypeTest, CacheSizesMatchDesignNumbers) {
   EXPECT_EQ(KvCacheBytes(c, ir::KvDType::kF16, 1), 144 * 1024);
   // int8: 130 bytes per (position, head) row instead of 256.
   EXPECT_EQ(KvCacheBytes(c, ir::KvDType::kInt8, 1), 36 * 2 * 8 * 130);
+  // f32: 4 bytes a value, twice f16.
+  EXPECT_EQ(KvCacheBytes(c, ir::KvDType::kF32, 1), 36 * 2 * 8 * 128 * 4);
 }
 
 TEST(KvDTypeTest, BadOptionsAreNamed) {
   EXPECT_THAT(std::string(ParseKvDTypeOptions(Options("dtype: fp8")).status().message()),
-              HasSubstr("pass 'kv-dtype': option 'dtype': 'fp8' is not one of f16, int8, auto"));
+              HasSubstr("pass 'kv-dtype': option 'dtype': 'fp8' is not one of f16, int8, f32, auto"));
   EXPECT_THAT(std::string(ParseKvDTypeOptions(Options("dtype: auto")).status().message()),
               HasSubstr("auto needs the option memory_budget_mib"));
   EXPECT_THAT(std::string(ParseKvDTypeOptions(Options("memory_budget_mib: lots")).status().message()),
@@ -106,7 +130,7 @@ TEST(KvDTypeTest, BadOptionsAreNamed) {
   EXPECT_THAT(std::string(ParseKvDTypeOptions(Options("layers: {x: int8}")).status().message()),
               HasSubstr("option 'layers': 'x' is not a layer index"));
   EXPECT_THAT(std::string(ParseKvDTypeOptions(Options("layers: {0: bf16}")).status().message()),
-              HasSubstr("layer 0: 'bf16' is not one of f16, int8"));
+              HasSubstr("layer 0: 'bf16' is not one of f16, int8, f32"));
   EXPECT_THAT(std::string(ParseKvDTypeOptions(Options("layers: int8")).status().message()),
               HasSubstr("expected a map"));
 }

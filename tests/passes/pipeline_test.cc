@@ -218,7 +218,7 @@ TEST(PipelineConfigTest, ErrorsNameTheKeyAndListTheValidOnes) {
   EXPECT_THAT(ConfigError("passes:\n  group-qkv: true\n  group-qkv: false\n"),
               HasSubstr("listed twice"));
   EXPECT_THAT(ConfigError("passes:\n  kv-dtype: {dtype: fp8}\n"),
-              HasSubstr("option 'dtype': 'fp8' is not one of f16, int8, auto"));
+              HasSubstr("option 'dtype': 'fp8' is not one of f16, int8, f32, auto"));
   EXPECT_THAT(ConfigError("passes: [group-qkv]\n"), HasSubstr("'passes' must be a map"));
   EXPECT_THAT(ConfigError("passes:\n  group-qkv: {\n"), HasSubstr("passes.yaml: bad YAML"));
   EXPECT_THAT(ConfigError("passes:\n  kv-dtype: {layers: [1, 2]}\n"),
