@@ -7,6 +7,7 @@
 #include "absl/strings/string_view.h"
 
 #include "frontends/gguf/gguf_file.h"
+#include "ir/absl_compat.h"  // Sv()
 
 namespace jllm::gguf {
 
@@ -39,9 +40,6 @@ inline bool IsUnsignedIntType(ValueType t) {
   return t == ValueType::kUint8 || t == ValueType::kUint16 || t == ValueType::kUint32 ||
          t == ValueType::kUint64 || t == ValueType::kBool;
 }
-
-// Debian's Abseil has its own string_view, which StrCat does not take from std::string_view.
-inline absl::string_view Sv(std::string_view s) { return absl::string_view(s.data(), s.size()); }
 
 // PAD(x, n) of FORMATS.md §1; `align` must be a power of two.
 inline uint64_t PadTo(uint64_t x, uint64_t align) { return (x + align - 1) & ~(align - 1); }
