@@ -14,9 +14,11 @@
 #include "absl/status/statusor.h"
 #include "backends/backend.h"
 #include "runtime/gguf_fingerprint.h"
-#include "runtime/mapped_file.h"
+#include "frontends/gguf/mapped_file.h"
 
 namespace jllm::runtime {
+
+using gguf::MappedFile;
 
 // Where a plan's weights live (the plan file's weight-source section).
 struct WeightSourceInfo {

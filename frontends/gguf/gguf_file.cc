@@ -1,11 +1,6 @@
 #include "frontends/gguf/gguf_file.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cstring>
 #include <utility>
 
@@ -51,34 +46,11 @@ std::string TypeDescription(const Value& v) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<GgufFile>> GgufFile::Open(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return absl::ErrnoToStatus(errno, absl::StrCat(path, ": cannot open"));
-  }
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const int err = errno;
-    ::close(fd);
-    return absl::ErrnoToStatus(err, absl::StrCat(path, ": cannot stat"));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return absl::InvalidArgumentError(absl::StrCat(path, ": not a regular file"));
-  }
   std::unique_ptr<GgufFile> f(new GgufFile());
+  ASSIGN_OR_RETURN(f->file_, MappedFile::Open(path));
   f->path_ = path;
-  f->size_ = static_cast<uint64_t>(st.st_size);
-  if (f->size_ > 0) {  // mmap refuses length 0; an empty file fails the header check below
-    void* p = ::mmap(nullptr, f->size_, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (p == MAP_FAILED) {
-      const int err = errno;
-      ::close(fd);
-      return absl::ErrnoToStatus(err, absl::StrCat(path, ": cannot mmap ", f->size_, " bytes"));
-    }
-    f->map_ = static_cast<const uint8_t*>(p);
-    f->mapped_ = true;
-  }
-  ::close(fd);  // the mapping keeps the file alive
+  f->map_ = f->file_->bytes().data();
+  f->size_ = f->file_->bytes().size();
   RETURN_IF_ERROR(GgufParser(*f).Parse());
   return f;
 }
@@ -94,9 +66,7 @@ absl::StatusOr<std::unique_ptr<GgufFile>> GgufFile::OpenBuffer(std::string name,
   return f;
 }
 
-GgufFile::~GgufFile() {
-  if (mapped_) ::munmap(const_cast<uint8_t*>(map_), size_);
-}
+GgufFile::~GgufFile() = default;
 
 const Value* GgufFile::Find(std::string_view key) const {
   for (const KeyValue& kv : kvs_) {

@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "frontends/gguf/mapped_file.h"
 #include "ir/ggml_type.h"
 
 namespace jllm::gguf {
@@ -92,7 +93,7 @@ class GgufFile {
   uint32_t version_ = 0;
   const uint8_t* map_ = nullptr;  // the mapping, or owned_.data()
   uint64_t size_ = 0;
-  bool mapped_ = false;           // map_ came from mmap and is unmapped on destruction
+  std::unique_ptr<MappedFile> file_;  // the mapping, for Open
   std::vector<uint8_t> owned_;    // the image, for OpenBuffer
   uint32_t alignment_ = 32;
   uint64_t data_offset_ = 0;

@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "frontends/gguf/mapped_file.h"
 
 namespace jllm::gguf {
 
@@ -70,7 +71,7 @@ class SafetensorsFile {
   std::string path_;
   const uint8_t* map_ = nullptr;
   uint64_t size_ = 0;
-  bool mapped_ = false;
+  std::unique_ptr<MappedFile> file_;  // the mapping, for Open
   std::vector<uint8_t> owned_;
   uint64_t data_offset_ = 0;
   std::vector<SafetensorsTensor> tensors_;

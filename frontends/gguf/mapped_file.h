@@ -9,7 +9,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 
-namespace jllm::runtime {
+namespace jllm::gguf {
 
 class MappedFile {
  public:
@@ -36,4 +36,4 @@ class MappedFile {
   uint64_t size_ = 0;
 };
 
-}  // namespace jllm::runtime
+}  // namespace jllm::gguf

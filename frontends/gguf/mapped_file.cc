@@ -1,4 +1,4 @@
-#include "runtime/mapped_file.h"
+#include "frontends/gguf/mapped_file.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -11,7 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace jllm::runtime {
+namespace jllm::gguf {
 
 absl::StatusOr<std::unique_ptr<MappedFile>> MappedFile::Open(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -62,4 +62,4 @@ void MappedFile::DropPages(uint64_t offset, uint64_t size) const {
   }
 }
 
-}  // namespace jllm::runtime
+}  // namespace jllm::gguf
