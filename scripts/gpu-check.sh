@@ -27,18 +27,7 @@ case "$build" in /*) ;; *) build=$root/$build ;; esac
 out=${OUT:-$root/out}/gpu-check
 mkdir -p "$out"
 
-declare -a step_names=() step_codes=()
-run_step() {  # run_step NAME COMMAND...: tee output into $out/NAME.log, record the exit status
-  local name=$1
-  shift
-  echo
-  echo "=================== $name: $*"
-  "$@" 2>&1 | tee "$out/$name.log"
-  local rc=${PIPESTATUS[0]}
-  echo "=================== $name: exit $rc"
-  step_names+=("$name")
-  step_codes+=("$rc")
-}
+source "$root/scripts/lib/steps.sh"
 
 # ctest and the tests find executables and sources by the absolute paths of the machine that
 # configured the build. Where this checkout lives elsewhere, link those paths to here.
@@ -127,12 +116,7 @@ run_step sass sass_check
 
 echo
 echo "=================== summary (logs in $out)"
-failed=0
-for i in "${!step_names[@]}"; do
-  status=ok
-  if [ "${step_codes[$i]}" != 0 ]; then status="FAILED (exit ${step_codes[$i]})"; failed=1; fi
-  printf '  %-12s %s\n' "${step_names[$i]}" "$status"
-done
+print_step_summary
 echo
 grep -E "tests passed|tests failed" "$out/gpu-tests.log" 2>/dev/null | sed 's/^/  gpu tests: /'
 sed -n '/^kernel /,/^%ceil/p' "$out/kernel-bench.log" 2>/dev/null

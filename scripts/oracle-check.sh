@@ -34,25 +34,14 @@ done
 
 python3 -c 'import torch, transformers, numpy; print("torch", torch.__version__, "cuda", torch.cuda.is_available(), "transformers", transformers.__version__, "numpy", numpy.__version__)'
 
-declare -a names=() codes=()
-step() {  # step NAME COMMAND...: output to the terminal and $out/NAME.log
-  local name=$1
-  shift
-  echo
-  echo "=================== $name: $*"
-  "$@" 2>&1 | tee "$out/$name.log"
-  local rc=${PIPESTATUS[0]}
-  echo "=================== $name: exit $rc"
-  names+=("$name")
-  codes+=("$rc")
-}
+source "$root/scripts/lib/steps.sh"
 
-step gguf-reader python3 tests/oracle/check_gguf_reader.py --build "$bin"
-step oracle python3 tests/oracle/run_oracle.py --build "$bin" --out "$out" \
+run_step gguf-reader python3 tests/oracle/check_gguf_reader.py --build "$bin"
+run_step oracle python3 tests/oracle/run_oracle.py --build "$bin" --out "$out" \
   --work "${TMPDIR:-/tmp}/jllm-oracle-work"
 if [ -n "$models" ]; then
   first() { for f in "$@"; do [ -f "$f" ] && { echo "$f"; return; }; done; echo "$1"; }
-  step tiny-coder python3 tests/oracle/make_tiny_coder_reference.py \
+  run_step tiny-coder python3 tests/oracle/make_tiny_coder_reference.py \
     --gguf "$(first "$models/tiny-coder-q8_0.gguf" "$models/tiny-coder-q8_0.gguf.gz")" \
     --tokenizer "$(first "$models/tokenizer.json" "$models/tokenizer.json.gz")" \
     --out "$out/tiny_coder_reference.json"
@@ -60,12 +49,7 @@ fi
 
 echo
 echo "=================== summary (logs and summary.json in $out)"
-failed=0
-for i in "${!names[@]}"; do
-  status=ok
-  if [ "${codes[$i]}" != 0 ]; then status="FAILED (exit ${codes[$i]})"; failed=1; fi
-  printf '  %-12s %s\n' "${names[$i]}" "$status"
-done
+print_step_summary
 tail -n 1 "$out/gguf-reader.log" 2>/dev/null | sed 's/^/  gguf-reader: /'
 if [ -n "$models" ]; then
   grep -E "^'|^wrote" "$out/tiny-coder.log" 2>/dev/null | sed 's/^/  tiny-coder: /'
