@@ -13,7 +13,7 @@
 #include "CLI/CLI.hpp"
 #include "frontends/gguf/gguf_file.h"
 #include "frontends/gguf/gguf_format.h"
-#include "frontends/gguf/quant/quant.h"
+#include "quant/quant.h"
 
 namespace {
 

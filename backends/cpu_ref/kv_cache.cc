@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "frontends/gguf/quant/quant.h"
+#include "quant/quant.h"
 
 namespace jllm::cpu_ref {
 namespace {

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "frontends/gguf/quant/quant.h"
+#include "quant/quant.h"
 #include "ir/absl_compat.h"
 #include "ir/status.h"
 

@@ -14,7 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "frontends/gguf/gguf_writer.h"
-#include "frontends/gguf/quant/quant.h"
+#include "quant/quant.h"
 #include "frontends/gguf/safetensors_file.h"
 #include "frontends/gguf/synth_model.h"
 #include "ir/status.h"

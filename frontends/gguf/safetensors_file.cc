@@ -9,7 +9,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "frontends/gguf/quant/quant.h"
+#include "quant/quant.h"
 #include "ir/status.h"
 #include "nlohmann/json.hpp"
 

@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "frontends/gguf/quant/quant.h"
+#include "quant/quant.h"
 
 namespace jllm::gguf {
 namespace {

@@ -16,7 +16,7 @@
 
 #include "backends/backend.h"
 #include "backends/cpu_ref/graph_executor.h"
-#include "frontends/gguf/quant/quant.h"
+#include "quant/quant.h"
 #include "gtest/gtest.h"
 #include "ir/graph.h"
 

@@ -20,7 +20,7 @@
 #include "backends/cuda/device_buffer.h"
 #include "backends/cuda/quant_gemv.h"
 #include "backends/cuda/synthetic_blocks.h"
-#include "frontends/gguf/quant/quant.h"
+#include "quant/quant.h"
 #include "gtest/gtest.h"
 
 namespace jllm::cuda {

@@ -15,7 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "frontends/gguf/gguf_file.h"
-#include "frontends/gguf/quant/quant.h"
+#include "quant/quant.h"
 #include "frontends/gguf/tokenizer_data.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

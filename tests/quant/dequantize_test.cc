@@ -5,8 +5,8 @@
 #include <cstring>
 #include <vector>
 
-#include "frontends/gguf/quant/blocks.h"
-#include "frontends/gguf/quant/quant.h"
+#include "quant/block_layout.h"
+#include "quant/quant.h"
 #include "gtest/gtest.h"
 
 namespace jllm::quant {

@@ -7,7 +7,7 @@
 #include <limits>
 #include <random>
 
-#include "frontends/gguf/quant/quant.h"
+#include "quant/quant.h"
 #include "gtest/gtest.h"
 
 namespace jllm::quant {

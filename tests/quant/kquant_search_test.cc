@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "frontends/gguf/quant/quant.h"
+#include "quant/quant.h"
 #include "gtest/gtest.h"
 
 namespace jllm::quant {

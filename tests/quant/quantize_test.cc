@@ -8,8 +8,8 @@
 #include <random>
 #include <vector>
 
-#include "frontends/gguf/quant/blocks.h"
-#include "frontends/gguf/quant/quant.h"
+#include "quant/block_layout.h"
+#include "quant/quant.h"
 #include "gtest/gtest.h"
 
 namespace jllm::quant {

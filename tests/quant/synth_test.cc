@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "frontends/gguf/gguf_file.h"
-#include "frontends/gguf/quant/quant.h"
+#include "quant/quant.h"
 #include "frontends/gguf/synth_model.h"
 #include "gtest/gtest.h"
 

@@ -3,7 +3,7 @@
 #include <bit>
 #include <cstdint>
 
-#include "frontends/gguf/quant/quant.h"
+#include "quant/quant.h"
 
 namespace jllm::quant {
 

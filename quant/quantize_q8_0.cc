@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "frontends/gguf/quant/quant.h"
-#include "frontends/gguf/quant/row_codecs.h"
+#include "quant/quant.h"
+#include "quant/row_codecs.h"
 
 namespace jllm::quant::internal {
 

@@ -7,13 +7,23 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "frontends/gguf/quant/quant.h"
-#include "frontends/gguf/quant/row_codecs.h"
+#include "quant/quant.h"
+#include "quant/row_codecs.h"
 
 namespace jllm::quant {
 namespace {
 
 constexpr const char* kSupported = "f32, f16, bf16, q8_0, q4_K, q5_K, q6_K";
+
+// The ggml type table (ir/ggml_type.cc) and the block layouts must agree on every block size.
+constexpr bool TableMatchesLayouts() {
+  return TypeSize(GgmlType::kQ8_0) == sizeof(BlockQ8_0) &&
+         TypeSize(GgmlType::kQ4_K) == sizeof(BlockQ4_K) &&
+         TypeSize(GgmlType::kQ5_K) == sizeof(BlockQ5_K) &&
+         TypeSize(GgmlType::kQ6_K) == sizeof(BlockQ6_K) && BlockSize(GgmlType::kQ4_K) == kQK_K &&
+         BlockSize(GgmlType::kQ8_0) == kQK8_0;
+}
+static_assert(TableMatchesLayouts(), "ir/ggml_type.cc disagrees with quant/block_layout.h");
 
 // Debian's Abseil has its own string_view, so std::string_view does not convert to AlphaNum.
 std::string TypeName(GgmlType type) { return std::string(GgmlTypeName(type)); }

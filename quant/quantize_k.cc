@@ -4,9 +4,9 @@
 #include <cmath>
 #include <cstring>
 
-#include "frontends/gguf/quant/kquant_math.h"
-#include "frontends/gguf/quant/quant.h"
-#include "frontends/gguf/quant/row_codecs.h"
+#include "quant/kquant_math.h"
+#include "quant/quant.h"
+#include "quant/row_codecs.h"
 
 namespace jllm::quant::internal {
 namespace {

@@ -1,6 +1,6 @@
 // The two scale searches of ggml's reference K-quantizers. Every product and sum below is f32
 // in ggml's order ((w*l)*l, (w*l)*x, ...) so the chosen levels match llama-quantize bit for bit.
-#include "frontends/gguf/quant/kquant_math.h"
+#include "quant/kquant_math.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,7 +1,7 @@
 // Block dequantizers (FORMATS.md §2). The f32 expressions keep ggml's grouping
 // ((d*sc)*q - dmin*m, (d*sc)*q) so results equal ggml's dequantize_row_* bit for bit.
-#include "frontends/gguf/quant/quant.h"
-#include "frontends/gguf/quant/row_codecs.h"
+#include "quant/quant.h"
+#include "quant/row_codecs.h"
 
 namespace jllm::quant::internal {
 

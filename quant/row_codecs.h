@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "frontends/gguf/quant/blocks.h"
+#include "quant/block_layout.h"
 
 namespace jllm::quant::internal {
 
