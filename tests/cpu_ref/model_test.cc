@@ -12,34 +12,20 @@
 
 #include "absl/strings/str_cat.h"
 #include "backends/cpu_ref/cpu_ref_backend.h"
-#include "frontends/gguf/gguf_file.h"
-#include "frontends/gguf/qwen3_graph.h"
 #include "frontends/gguf/synth_model.h"
 #include "gtest/gtest.h"
+#include "tests/support/gguf_model.h"
+#include "tests/support/logits_math.h"
+#include "tests/support/test_data.h"
 
 namespace jllm::cpu_ref::testing {
 namespace {
 
-struct LoadedModel {
-  std::unique_ptr<gguf::GgufFile> file;
-  ir::Graph graph;
-  absl::Span<const uint8_t> blob() const { return file->bytes().subspan(file->data_offset()); }
-};
+using ::jllm::testing::Argmax;
+using ::jllm::testing::GgufModel;
+using ::jllm::testing::OpenGgufModel;
 
-std::unique_ptr<LoadedModel> OpenModel(const std::string& path) {
-  auto m = std::make_unique<LoadedModel>();
-  auto file = gguf::GgufFile::Open(path);
-  EXPECT_TRUE(file.ok()) << file.status();
-  if (!file.ok()) return nullptr;
-  m->file = std::move(file).value();
-  auto graph = gguf::BuildQwen3Graph(*m->file);
-  EXPECT_TRUE(graph.ok()) << graph.status();
-  if (!graph.ok()) return nullptr;
-  m->graph = std::move(graph).value();
-  return m;
-}
-
-std::unique_ptr<Backend> Load(const LoadedModel& m, int n_threads = 2,
+std::unique_ptr<Backend> Load(const GgufModel& m, int n_threads = 2,
                               ir::KvDType kv = ir::KvDType::kF16) {
   ir::Graph g = m.graph;
   for (int64_t l = 0; l < g.config.n_layer; ++l) g.SetKvDType(l, kv);
@@ -47,10 +33,6 @@ std::unique_ptr<Backend> Load(const LoadedModel& m, int n_threads = 2,
   absl::Status st = be->Load(g, BlobWeightSource(m.blob()), {.max_context = 256, .n_threads = n_threads});
   EXPECT_TRUE(st.ok()) << st;
   return be;
-}
-
-int32_t Argmax(const std::vector<float>& v) {
-  return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
 }
 
 bool AllFinite(const std::vector<float>& v) {
@@ -85,13 +67,13 @@ class SynthTinyTest : public ::testing::Test {
     options.threads = 2;
     auto summary = gguf::WriteSynthModel(options, path);
     ASSERT_TRUE(summary.ok()) << summary.status();
-    model_ = OpenModel(path).release();
+    model_ = OpenGgufModel(path).release();
     std::filesystem::remove(path);  // the mapping stays valid
   }
   static void TearDownTestSuite() { delete model_; }
-  static LoadedModel* model_;
+  static GgufModel* model_;
 };
-LoadedModel* SynthTinyTest::model_ = nullptr;
+GgufModel* SynthTinyTest::model_ = nullptr;
 
 TEST_F(SynthTinyTest, PrefillAndDecodeGiveFiniteLogits) {
   ASSERT_NE(model_, nullptr);
@@ -139,23 +121,23 @@ TEST_F(SynthTinyTest, PrefillMatchesStepwiseDecode) {
 
 // ---- the trained tiny-coder ------------------------------------------------------------------
 
-const char* const kTinyCoder = JLLM_SOURCE_DIR "/../shared/models/tiny-coder-q8_0.gguf";
 // "def fibonacci(n):\n" in the Qwen3 vocabulary: def, Ġfibonacci, (n, ):Ċ.
 const std::vector<int32_t> kFibPrompt = {750, 75698, 1445, 982};
 
 class TinyCoderTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    if (std::filesystem::exists(kTinyCoder)) model_ = OpenModel(kTinyCoder).release();
+    const std::string path = ::jllm::testing::TinyCoderPath();
+    if (std::filesystem::exists(path)) model_ = OpenGgufModel(path).release();
   }
   static void TearDownTestSuite() { delete model_; }
   void SetUp() override {
-    if (!std::filesystem::exists(kTinyCoder)) GTEST_SKIP() << kTinyCoder << " is absent";
+    JLLM_REQUIRE_TINY_CODER();
     ASSERT_NE(model_, nullptr);
   }
-  static LoadedModel* model_;
+  static GgufModel* model_;
 };
-LoadedModel* TinyCoderTest::model_ = nullptr;
+GgufModel* TinyCoderTest::model_ = nullptr;
 
 TEST_F(TinyCoderTest, GreedyContinuationIsDeterministicAndFinite) {
   auto a = Load(*model_, 1), b = Load(*model_, 2);
@@ -180,32 +162,17 @@ TEST_F(TinyCoderTest, Int8KvStaysCloseToF16) {
   ASSERT_TRUE(a->Forward(seq, 0, LogitsRows::kAll, &la).ok());
   ASSERT_TRUE(b->Forward(seq, 0, LogitsRows::kAll, &lb).ok());
   const size_t vocab = model_->graph.config.n_vocab;
-  double kl_sum = 0, kl_max = 0;
-  int agree = 0;
+  std::vector<std::vector<float>> rows_a, rows_b;
   for (size_t p = 0; p < seq.size(); ++p) {
-    auto log_softmax = [&](const std::vector<float>& l) {
-      std::vector<double> out(l.begin() + p * vocab, l.begin() + (p + 1) * vocab);
-      const double m = *std::max_element(out.begin(), out.end());
-      double s = 0;
-      for (double x : out) s += std::exp(x - m);
-      for (double& x : out) x = x - m - std::log(s);
-      return out;
-    };
-    const auto pa = log_softmax(la), pb = log_softmax(lb);
-    double kl = 0;
-    for (size_t i = 0; i < vocab; ++i) kl += std::exp(pa[i]) * (pa[i] - pb[i]);
-    kl_sum += kl;
-    kl_max = std::max(kl_max, kl);
-    agree += std::max_element(pa.begin(), pa.end()) - pa.begin() ==
-             std::max_element(pb.begin(), pb.end()) - pb.begin();
+    rows_a.emplace_back(la.begin() + p * vocab, la.begin() + (p + 1) * vocab);
+    rows_b.emplace_back(lb.begin() + p * vocab, lb.begin() + (p + 1) * vocab);
   }
-  const double kl_mean = kl_sum / seq.size();
-  const double agreement = double(agree) / seq.size();
-  RecordProperty("kl_mean", std::to_string(kl_mean));
+  const ::jllm::testing::RowsDiff d = ::jllm::testing::CompareRows(rows_a, rows_b);
+  RecordProperty("kl_mean", std::to_string(d.mean_kl));
   std::printf("int8 vs f16 KV over %zu positions: mean KL %.3g, max KL %.3g, top-1 agreement %.3f\n",
-              seq.size(), kl_mean, kl_max, agreement);
-  EXPECT_LE(kl_mean, 1e-3);
-  EXPECT_GE(agreement, 0.95);
+              d.positions, d.mean_kl, d.max_kl, d.top1);
+  EXPECT_LE(d.mean_kl, 1e-3);
+  EXPECT_GE(d.top1, 0.95);
 }
 
 }  // namespace

@@ -9,12 +9,12 @@
 #include "frontends/gguf/gguf_writer.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/support/test_data.h"
 
 namespace jllm::gguf {
 namespace {
 
-const std::string kPackageDir =
-    std::string(JLLM_SOURCE_DIR) + "/.deps/npm-oracle/node_modules/@huggingface/gguf";
+const std::string kPackageDir = ::jllm::testing::NpmOracleModules() + "/@huggingface/gguf";
 const std::string kScript = std::string(JLLM_SOURCE_DIR) + "/tests/gguf/hf_gguf_dump.js";
 
 bool FileExists(const std::string& p) {
@@ -45,13 +45,11 @@ bool RunOracle(const std::string& path, std::string* out, std::string* err) {
 class HfOracle : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (std::system("command -v node >/dev/null 2>&1") != 0) {
-      GTEST_SKIP() << "node is not installed; run scripts/setup.sh to get the GGUF oracle";
-    }
-    if (!FileExists(kPackageDir + "/package.json")) {
-      GTEST_SKIP() << "@huggingface/gguf is missing from " << kPackageDir
-                   << "; run scripts/setup.sh";
-    }
+    JLLM_REQUIRE_TEST_DATA(::jllm::testing::NodeIsInstalled(),
+                           "node is not installed; run scripts/setup.sh to get the GGUF oracle");
+    JLLM_REQUIRE_TEST_DATA(FileExists(kPackageDir + "/package.json"),
+                           "@huggingface/gguf is missing from " << kPackageDir
+                                                                << "; run scripts/setup.sh");
   }
 };
 

@@ -11,6 +11,7 @@
 #include "frontends/gguf/gguf_writer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/temp_files.h"
 #include "tests/gguf/raw_gguf.h"
 
 namespace jllm::gguf {
@@ -19,15 +20,8 @@ namespace {
 using ::testing::HasSubstr;
 using testing::RawGguf;
 
-std::string TempPath(const std::string& name) {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  return ::testing::TempDir() + "jllm_" + info->name() + "_" + name;
-}
-
-std::vector<uint8_t> ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
-}
+using ::jllm::testing::TempPath;
+using ::jllm::testing::ReadFileBytes;
 
 bool Exists(const std::string& path) { return std::ifstream(path).good(); }
 
@@ -56,7 +50,7 @@ TEST(GgufRoundTrip, WritesTheExactLayout) {
   e.TensorInfo("t0", {3}, 0, 0);
   e.TensorInfo("t1", {32, 2}, 8, 32);  // trailing ne = 1 is dropped: n_dims 2
   e.PadTo(32).Raw(t0).PadTo(32).Raw(t1).PadTo(32);
-  EXPECT_EQ(ReadAll(path), e.bytes);
+  EXPECT_EQ(ReadFileBytes(path), e.bytes);
   std::remove(path.c_str());
 }
 
@@ -207,7 +201,7 @@ void CheckTensorLayout(uint32_t alignment) {
   const GgufFile& g = **f;
   EXPECT_EQ(g.alignment(), alignment);
   EXPECT_EQ(g.data_offset() % alignment, 0u);
-  const std::vector<uint8_t> file = ReadAll(path);
+  const std::vector<uint8_t> file = ReadFileBytes(path);
   ASSERT_EQ(g.tensors().size(), cases.size());
   uint64_t offset = 0;
   for (size_t i = 0; i < cases.size(); ++i) {
@@ -279,7 +273,7 @@ void ExpectFailedWriteKeepsOldFile(GgufWriter& w, const std::string& path, const
   ASSERT_FALSE(s.ok());
   EXPECT_THAT(std::string(s.message()), HasSubstr(what));
   EXPECT_THAT(std::string(s.message()), HasSubstr(path));
-  const std::vector<uint8_t> now = ReadAll(path);
+  const std::vector<uint8_t> now = ReadFileBytes(path);
   EXPECT_EQ(std::string(now.begin(), now.end()), "old contents");
   EXPECT_FALSE(Exists(path + ".tmp"));
   std::remove(path.c_str());

@@ -16,43 +16,40 @@
 // 1e-4. 2e-3 leaves a margin of ~10x, while a real error (a wrong op, scale or rounding) moves
 // them by far more. The measured maximum is printed.
 //
-// Skips when the model (../shared/models beside the checkout, or /work/shared/models) or the
-// reference file is absent.
+// Skips when the model (tests/support/test_data.h) or the reference file is absent; fails
+// instead under JLLM_REQUIRE_ORACLES=1 (CI).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "backends/cpu_ref/cpu_ref_backend.h"
-#include "frontends/gguf/gguf_file.h"
-#include "frontends/gguf/qwen3_graph.h"
-#include "frontends/gguf/tokenizer_data.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "passes/pipeline.h"
 #include "runtime/plan_file.h"
-#include "runtime/plan_weights.h"
 #include "runtime/session.h"
+#include "tests/support/compile_plan.h"
+#include "tests/support/gguf_model.h"
+#include "tests/support/logits_math.h"
+#include "tests/support/test_data.h"
 
 namespace jllm::runtime {
 namespace {
 
+using ::jllm::testing::CompilePlan;
+using ::jllm::testing::NoPasses;
+using ::jllm::testing::TinyCoderPath;
+
 constexpr double kLogitTolerance = 2e-3;
+// make_tiny_coder_reference.py's PROMPTS: a reference with fewer would check less than it claims.
+constexpr size_t kReferencePrompts = 5;
 
-std::string ReferencePath() { return std::string(JLLM_SOURCE_DIR) + "/tests/data/tiny_coder_reference.json"; }
-
-std::string ModelPath() {
-  for (const std::string& p : {std::string(JLLM_SOURCE_DIR) + "/../shared/models/tiny-coder-q8_0.gguf",
-                               std::string("/work/shared/models/tiny-coder-q8_0.gguf")}) {
-    if (std::filesystem::exists(p)) return p;
-  }
-  return "";
-}
+std::string ReferencePath() { return ::jllm::testing::RepoTestData("tiny_coder_reference.json"); }
 
 struct Reference {
   nlohmann::json json;
@@ -62,50 +59,28 @@ struct Reference {
 class TinyCoderReferenceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    model_path_ = ModelPath();
-    if (model_path_.empty()) GTEST_SKIP() << "tiny-coder-q8_0.gguf is not in ../shared/models or /work/shared/models";
-    if (!std::filesystem::exists(ReferencePath())) {
-      GTEST_SKIP() << ReferencePath() << " is absent: run tests/oracle/make_tiny_coder_reference.py "
-                   << "on the GPU machine (docs/VALIDATION.md)";
-    }
+    JLLM_REQUIRE_TINY_CODER();
+    JLLM_REQUIRE_TEST_DATA(std::filesystem::exists(ReferencePath()),
+                           ReferencePath() << " is absent: run tests/oracle/make_tiny_coder_reference.py "
+                                              "on the GPU machine (docs/VALIDATION.md)");
     std::ifstream in(ReferencePath());
     ref_.json = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
     ASSERT_FALSE(ref_.json.is_discarded()) << ReferencePath() << " is not valid JSON";
     ASSERT_EQ(ref_.json.value("format", 0), 1);
     ref_.logit_ids = ref_.json["logit_ids"].get<std::vector<int32_t>>();
-    ASSERT_EQ(std::filesystem::file_size(model_path_), ref_.json["model"]["bytes"].get<uint64_t>())
-        << model_path_ << " is not the file the reference was made from";
-
-    auto file = gguf::GgufFile::Open(model_path_);
-    ASSERT_TRUE(file.ok()) << file.status();
-    file_ = *std::move(file);
-    auto graph = gguf::BuildQwen3Graph(*file_);
-    ASSERT_TRUE(graph.ok()) << graph.status();
-    graph_ = *std::move(graph);
-    auto tok = gguf::ReadTokenizerData(*file_);
-    ASSERT_TRUE(tok.ok()) << tok.status();
-    tokenizer_ = *std::move(tok);
-  }
-
-  // The plan jllm-compile would write with `config`, serialized and read back.
-  Plan MakePlan(const passes::PipelineConfig& config) {
-    Plan plan;
-    plan.graph = graph_;
-    auto runs = passes::RunPipeline(plan.graph, config);
-    EXPECT_TRUE(runs.ok()) << runs.status();
-    plan.tokenizer = tokenizer_;
-    auto info = DescribeGgufWeights(model_path_, file_->bytes(), file_->data_offset());
-    EXPECT_TRUE(info.ok()) << info.status();
-    plan.weights = *info;
-    auto back = DeserializePlan(SerializePlan(plan), "tiny-coder.plan");
-    EXPECT_TRUE(back.ok()) << back.status();
-    return back.ok() ? *std::move(back) : Plan{};
+    ASSERT_FALSE(ref_.logit_ids.empty());
+    ASSERT_TRUE(ref_.json["prompts"].is_array());
+    ASSERT_EQ(ref_.json["prompts"].size(), kReferencePrompts);
+    ASSERT_EQ(std::filesystem::file_size(TinyCoderPath()), ref_.json["model"]["bytes"].get<uint64_t>())
+        << TinyCoderPath() << " is not the file the reference was made from";
+    model_ = ::jllm::testing::OpenGgufModel(TinyCoderPath());
+    ASSERT_NE(model_, nullptr);
   }
 
   // Runs every reference prompt through a Session on `plan` and checks tokens and logits.
   void CheckAgainstReference(const Plan& plan, const char* label) {
     double worst = 0;
-    for (const auto& p : ref_.json["prompts"]) {
+    for (const auto& p : ref_.json["prompts"]) {  // kReferencePrompts of them (SetUp)
       const std::string text = p["text"].get<std::string>();
       SCOPED_TRACE(std::string(label) + ", prompt " + nlohmann::json(text).dump());
       const auto prompt = p["prompt_ids"].get<std::vector<int32_t>>();
@@ -125,6 +100,8 @@ class TinyCoderReferenceTest : public ::testing::Test {
       EXPECT_EQ(r->tokens, want) << "greedy continuation differs from transformers'";
 
       const auto& positions = p["positions"];
+      // Every processed position: the prompt, then the generated tokens fed back but the last.
+      ASSERT_EQ(rows.size(), prompt.size() + want.size() - 1);
       ASSERT_EQ(rows.size(), positions.size());
       double max_err = 0;
       for (size_t i = 0; i < rows.size(); ++i) {
@@ -133,6 +110,7 @@ class TinyCoderReferenceTest : public ::testing::Test {
         const auto top_ids = ref["top_ids"].get<std::vector<int32_t>>();
         const auto top_logits = ref["top_logits"].get<std::vector<double>>();
         const auto at = ref["logits_at"].get<std::vector<double>>();
+        ASSERT_EQ(top_ids.size(), 5u);
         ASSERT_EQ(top_ids.size(), top_logits.size());
         ASSERT_EQ(at.size(), ref_.logit_ids.size());
         auto check = [&](int32_t id, double want_logit, const char* what) {
@@ -146,10 +124,8 @@ class TinyCoderReferenceTest : public ::testing::Test {
         for (size_t k = 0; k < at.size(); ++k) check(ref_.logit_ids[k], at[k], "fixed");
         EXPECT_EQ(std::max_element(row.begin(), row.end()) - row.begin(), top_ids[0]) << "position " << i;
         // logsumexp in double, as the reference computes it.
-        const double m = *std::max_element(row.begin(), row.end());
-        double sum = 0;
-        for (float x : row) sum += std::exp(static_cast<double>(x) - m);
-        const double lse_err = std::fabs(m + std::log(sum) - ref["logsumexp"].get<double>());
+        const double lse_err =
+            std::fabs(::jllm::testing::LogSumExp(row) - ref["logsumexp"].get<double>());
         max_err = std::max(max_err, lse_err);
         EXPECT_LE(lse_err, kLogitTolerance) << "position " << i << ", logsumexp";
       }
@@ -161,29 +137,26 @@ class TinyCoderReferenceTest : public ::testing::Test {
     std::printf("[%s] worst |logit error| over all prompts: %.2e\n", label, worst);
   }
 
-  std::string model_path_;
   Reference ref_;
-  std::unique_ptr<gguf::GgufFile> file_;
-  ir::Graph graph_;
-  gguf::TokenizerData tokenizer_;
+  std::unique_ptr<::jllm::testing::GgufModel> model_;
 };
 
 TEST_F(TinyCoderReferenceTest, DefaultPassesReproduceTransformers) {
-  CheckAgainstReference(MakePlan(passes::DefaultPipelineConfig()), "default passes");
+  CheckAgainstReference(CompilePlan(*model_, passes::DefaultPipelineConfig()),
+                        "default passes");
 }
 
 TEST_F(TinyCoderReferenceTest, UnfusedGraphReproducesTransformers) {
-  passes::PipelineConfig none = passes::DefaultPipelineConfig();
-  for (auto& [name, setting] : none.passes) setting.enabled = false;
-  CheckAgainstReference(MakePlan(none), "no passes");
+  CheckAgainstReference(CompilePlan(*model_, NoPasses()), "no passes");
 }
 
 // The prompt ids come from Hugging Face's tokenizer; jllm's own tokenizer must agree on them.
 TEST_F(TinyCoderReferenceTest, JllmTokenizesThePromptsAsHuggingFace) {
-  auto session = Session::FromPlan(MakePlan(passes::DefaultPipelineConfig()), "tiny-coder.plan",
-                                   CreateCpuRefBackend(), {.context = 256, .n_threads = 1});
+  auto session = Session::FromPlan(CompilePlan(*model_, passes::DefaultPipelineConfig()),
+                                   "tiny-coder.plan", CreateCpuRefBackend(),
+                                   {.context = 256, .n_threads = 1});
   ASSERT_TRUE(session.ok()) << session.status();
-  for (const auto& p : ref_.json["prompts"]) {
+  for (const auto& p : ref_.json["prompts"]) {  // kReferencePrompts of them (SetUp)
     auto ids = (*session)->Tokenize(p["text"].get<std::string>());
     ASSERT_TRUE(ids.ok()) << ids.status();
     EXPECT_EQ(*ids, p["prompt_ids"].get<std::vector<int32_t>>()) << p["text"];

@@ -17,6 +17,8 @@
 #include "quant/quant.h"
 #include "frontends/gguf/synth_model.h"
 #include "gtest/gtest.h"
+#include "tests/support/temp_files.h"
+#include "tests/support/test_data.h"
 
 namespace jllm::gguf {
 namespace {
@@ -199,16 +201,8 @@ TEST(SynthPlanTest, BigPresetsNeedATokenizer) {
 
 // --- written files ----------------------------------------------------------------------------
 
-std::string TempPath(const std::string& name) {
-  return (std::filesystem::temp_directory_path() /
-          ("jllm_synth_test_" + std::to_string(::getpid()) + "_" + name))
-      .string();
-}
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
+using ::jllm::testing::TempPath;
+using ::jllm::testing::ReadFile;
 
 class SynthFileTest : public ::testing::Test {
  protected:
@@ -328,8 +322,8 @@ TEST_F(SynthFileTest, SameSeedSameBytesDifferentSeedDifferentBytes) {
     b.threads = 2;  // the thread count must not matter
     SynthOptions c = a;
     c.seed = 8;
-    const std::string fa = ReadAll(Write(a, "a.gguf")), fb = ReadAll(Write(b, "b.gguf"));
-    const std::string fc = ReadAll(Write(c, "c.gguf"));
+    const std::string fa = ReadFile(Write(a, "a.gguf")), fb = ReadFile(Write(b, "b.gguf"));
+    const std::string fc = ReadFile(Write(c, "c.gguf"));
     ASSERT_GT(fa.size(), 1000000u);
     EXPECT_TRUE(fa == fb);
     ASSERT_EQ(fa.size(), fc.size());
@@ -340,8 +334,9 @@ TEST_F(SynthFileTest, SameSeedSameBytesDifferentSeedDifferentBytes) {
 }
 
 TEST_F(SynthFileTest, PureQ8_0TinyWithTheQwen3Tokenizer) {
-  const std::string dir = std::string(JLLM_SOURCE_DIR) + "/../shared/qwen3";
-  if (!std::filesystem::exists(dir + "/tokenizer.json")) GTEST_SKIP() << "no " << dir;
+  const std::string dir = ::jllm::testing::Qwen3TokenizerDir();
+  JLLM_REQUIRE_TEST_DATA(!dir.empty(), "the Qwen3 tokenizer files are absent (../shared/qwen3, "
+                                       ".deps/qwen3-tokenizer: scripts/setup.sh fetches them)");
   SynthOptions options;
   options.weights = SynthWeights::kQ8_0;
   options.tokenizer_dir = dir;

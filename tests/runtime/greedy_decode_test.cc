@@ -11,9 +11,12 @@
 #include "runtime/plan_weights.h"
 #include "runtime/session.h"
 #include "tests/runtime/model_test_support.h"
+#include "tests/support/logits_math.h"
 
 namespace jllm::runtime {
 namespace {
+
+using ::jllm::testing::Argmax;
 
 constexpr int kNewTokens = 32;
 
@@ -34,25 +37,9 @@ struct Decoded {
 class GreedyDecodeTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    JLLM_SKIP_WITHOUT_TINY_CODER();
+    JLLM_REQUIRE_TINY_CODER();
     model_ = testing::OpenTinyCoder();
     ASSERT_NE(model_, nullptr);
-  }
-
-  // The plan jllm-compile would write, serialized and read back.
-  Plan MakePlan(const passes::PipelineConfig& config) {
-    Plan plan;
-    plan.graph = model_->graph;
-    auto runs = passes::RunPipeline(plan.graph, config);
-    EXPECT_TRUE(runs.ok()) << runs.status();
-    plan.tokenizer = model_->tokenizer_data;
-    auto info = DescribeGgufWeights(testing::TinyCoderPath(), model_->file->bytes(),
-                                    model_->file->data_offset());
-    EXPECT_TRUE(info.ok()) << info.status();
-    plan.weights = *info;
-    auto back = DeserializePlan(SerializePlan(plan), "tiny-coder.plan");
-    EXPECT_TRUE(back.ok()) << back.status();
-    return back.ok() ? *std::move(back) : Plan{};
   }
 
   Decoded Decode(const Plan& plan) {
@@ -79,10 +66,6 @@ class GreedyDecodeTest : public ::testing::Test {
   std::unique_ptr<testing::TinyCoder> model_;
 };
 
-int32_t Argmax(const std::vector<float>& row) {
-  return static_cast<int32_t>(std::max_element(row.begin(), row.end()) - row.begin());
-}
-
 // The gap between the best and second-best logit of a row.
 float Margin(std::vector<float> row) {
   std::partial_sort(row.begin(), row.begin() + 2, row.end(), std::greater<float>());
@@ -90,7 +73,7 @@ float Margin(std::vector<float> row) {
 }
 
 TEST_F(GreedyDecodeTest, FibonacciIsDeterministicNonTrivialAndFollowsTheLogits) {
-  const Plan plan = MakePlan(passes::DefaultPipelineConfig());
+  const Plan plan = testing::CompilePlan(*model_, passes::DefaultPipelineConfig());
   const Decoded a = Decode(plan);
   const Decoded b = Decode(plan);
   ASSERT_FALSE(a.result.tokens.empty());
@@ -113,8 +96,8 @@ TEST_F(GreedyDecodeTest, FibonacciIsDeterministicNonTrivialAndFollowsTheLogits) 
 }
 
 TEST_F(GreedyDecodeTest, PassesDoNotChangeTheGreedyTokensWhereTheChoiceIsClear) {
-  const Decoded on = Decode(MakePlan(passes::DefaultPipelineConfig()));
-  const Decoded off = Decode(MakePlan(testing::NoPasses()));
+  const Decoded on = Decode(testing::CompilePlan(*model_, passes::DefaultPipelineConfig()));
+  const Decoded off = Decode(testing::CompilePlan(*model_, testing::NoPasses()));
   ASSERT_EQ(on.result.tokens.size(), off.result.tokens.size());
   // Tokens agree up to the first step whose top-2 logits are within 0.05 (where f32 rounding
   // differences between the fused and unfused graphs could legitimately pick either).
@@ -128,10 +111,7 @@ TEST_F(GreedyDecodeTest, PassesDoNotChangeTheGreedyTokensWhereTheChoiceIsClear) 
 }
 
 TEST_F(GreedyDecodeTest, MatchesTheGoldenTokensFromTheOracle) {
-  if (kGoldenFibonacciTokens.empty()) {
-    GTEST_SKIP() << "golden tokens come from the oracle issue (transformers); not yet recorded";
-  }
-  const Decoded d = Decode(MakePlan(passes::DefaultPipelineConfig()));
+  const Decoded d = Decode(testing::CompilePlan(*model_, passes::DefaultPipelineConfig()));
   ASSERT_EQ(d.result.tokens.size(), static_cast<size_t>(kNewTokens));
   const size_t n = std::min(kGoldenFibonacciTokens.size(), d.result.tokens.size());
   EXPECT_EQ(std::vector<int32_t>(d.result.tokens.begin(), d.result.tokens.begin() + n),

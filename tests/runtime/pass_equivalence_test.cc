@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tests/runtime/model_test_support.h"
+#include "tests/support/logits_math.h"
 
 namespace jllm::runtime {
 namespace {
@@ -29,6 +30,7 @@ namespace {
 using testing::NoPasses;
 using testing::OpenTinyCoder;
 using testing::TinyCoder;
+using testing::TinyCoderPath;
 
 // Max |Δlogit| between pipelines that differ by one fusion pass.
 constexpr double kFusionTolerance = 1e-3;
@@ -50,7 +52,7 @@ struct ModelRun {
 class PassEquivalenceTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    if (!std::filesystem::exists(testing::TinyCoderPath())) return;
+    if (!std::filesystem::exists(TinyCoderPath())) return;
     model_ = OpenTinyCoder().release();
     if (model_ == nullptr) return;
     auto ids = model_->tokenizer->Encode(kPrompt);
@@ -64,7 +66,7 @@ class PassEquivalenceTest : public ::testing::Test {
     tokens_ = nullptr;
   }
   void SetUp() override {
-    JLLM_SKIP_WITHOUT_TINY_CODER();
+    JLLM_REQUIRE_TINY_CODER();
     ASSERT_NE(model_, nullptr);
     ASSERT_GT(tokens_->size(), static_cast<size_t>(kDecodeSteps + 8));
   }
@@ -105,45 +107,11 @@ class PassEquivalenceTest : public ::testing::Test {
 TinyCoder* PassEquivalenceTest::model_ = nullptr;
 std::vector<int32_t>* PassEquivalenceTest::tokens_ = nullptr;
 
-struct Diff {
-  double max_abs = 0;
-  double mean_kl = 0;   // KL(a || b), nats, averaged over positions
-  double top1 = 0;      // fraction of positions with the same arg-max
-  double max_logit = 0; // largest |logit| of a, for scale
-};
+using Diff = ::jllm::testing::RowsDiff;
 
 Diff Compare(const ModelRun& a, const ModelRun& b) {
-  Diff d;
   EXPECT_EQ(a.rows.size(), b.rows.size());
-  const size_t n = std::min(a.rows.size(), b.rows.size());
-  int same = 0;
-  for (size_t r = 0; r < n; ++r) {
-    const auto& x = a.rows[r];
-    const auto& y = b.rows[r];
-    double mx = -INFINITY, my = -INFINITY;
-    for (size_t i = 0; i < x.size(); ++i) {
-      d.max_abs = std::max(d.max_abs, std::fabs(double(x[i]) - y[i]));
-      d.max_logit = std::max(d.max_logit, std::fabs(double(x[i])));
-      mx = std::max(mx, double(x[i]));
-      my = std::max(my, double(y[i]));
-    }
-    // KL from the two log-softmaxes, in double.
-    double zx = 0, zy = 0;
-    for (size_t i = 0; i < x.size(); ++i) {
-      zx += std::exp(x[i] - mx);
-      zy += std::exp(y[i] - my);
-    }
-    double kl = 0;
-    for (size_t i = 0; i < x.size(); ++i) {
-      const double lpx = x[i] - mx - std::log(zx), lpy = y[i] - my - std::log(zy);
-      kl += std::exp(lpx) * (lpx - lpy);
-    }
-    d.mean_kl += kl / n;
-    same += std::max_element(x.begin(), x.end()) - x.begin() ==
-            std::max_element(y.begin(), y.end()) - y.begin();
-  }
-  d.top1 = n ? double(same) / n : 0;
-  return d;
+  return ::jllm::testing::CompareRows(a.rows, b.rows);
 }
 
 const passes::PassRun* FindRun(const ModelRun& r, std::string_view name) {

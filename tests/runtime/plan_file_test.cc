@@ -90,13 +90,13 @@ TEST_F(PlanFileTest, RoundTripsInMemory) {
   ASSERT_TRUE(got.ok()) << got.status();
   ExpectSamePlan(*got, plan_);
   EXPECT_TRUE(got->weights.gguf_path.starts_with("/"));
-  EXPECT_EQ(got->weights.fingerprint.file_size, testing::ReadAll(*gguf_path_).size());
+  EXPECT_EQ(got->weights.fingerprint.file_size, testing::ReadFile(*gguf_path_).size());
 }
 
 TEST_F(PlanFileTest, RoundTripsThroughAFile) {
   const std::string path = TempPath("plan.bin");
   ASSERT_TRUE(WritePlanFile(plan_, path).ok());
-  EXPECT_EQ(testing::ReadAll(path), bytes_);
+  EXPECT_EQ(testing::ReadFile(path), bytes_);
   auto got = ReadPlanFile(path);
   ASSERT_TRUE(got.ok()) << got.status();
   ExpectSamePlan(*got, plan_);
@@ -138,7 +138,7 @@ TEST_F(PlanFileTest, TruncatedAtAnyLengthIsRefusedAsTruncated) {
 
 TEST_F(PlanFileTest, TruncatedFileOnDiskIsRefusedAsTruncated) {
   const std::string path = TempPath("plan.bin");
-  testing::WriteAll(path, bytes_.substr(0, bytes_.size() / 2));
+  testing::WriteFile(path, bytes_.substr(0, bytes_.size() / 2));
   auto got = ReadPlanFile(path);
   EXPECT_TRUE(absl::IsDataLoss(got.status())) << got.status();
   EXPECT_THAT(got.status().message(), HasSubstr("truncated"));

@@ -16,9 +16,9 @@ namespace jllm::runtime {
 namespace {
 
 using ::testing::HasSubstr;
-using testing::ReadAll;
+using testing::ReadFile;
 using testing::TempPath;
-using testing::WriteAll;
+using testing::WriteFile;
 
 TEST(FingerprintSampleRanges, SixteenChunksAtFixedFractionsOfTheBlob) {
   // Blob of 4096 + 15·1000 bytes after a 100-byte header: starts exactly 1000 apart.
@@ -114,11 +114,11 @@ TEST_F(PlanWeightsTest, UnchangedFileGivesTheTensorBytes) {
 }
 
 TEST_F(PlanWeightsTest, ChangedDataByteInASampledChunkIsRefused) {
-  std::string bytes = ReadAll(path_);
+  std::string bytes = ReadFile(path_);
   const auto ranges = FingerprintSampleRanges(bytes.size(), data_offset_);
   ASSERT_EQ(ranges.size(), 16u);
   bytes[ranges[9].first + 123] ^= 0x01;
-  WriteAll(path_, bytes);
+  WriteFile(path_, bytes);
   auto w = PlanWeights::Open(info_, "plan.bin");
   EXPECT_TRUE(absl::IsFailedPrecondition(w.status())) << w.status();
   EXPECT_THAT(w.status().message(), HasSubstr("has changed since the plan was compiled"));
@@ -127,19 +127,19 @@ TEST_F(PlanWeightsTest, ChangedDataByteInASampledChunkIsRefused) {
 }
 
 TEST_F(PlanWeightsTest, ChangedHeaderByteIsRefused) {
-  std::string bytes = ReadAll(path_);
+  std::string bytes = ReadFile(path_);
   const size_t at = bytes.find("jllm-synth tiny");  // general.name, inside the metadata
   ASSERT_NE(at, std::string::npos);
   ASSERT_LT(at, data_offset_);
   bytes[at] = 'J';
-  WriteAll(path_, bytes);
+  WriteFile(path_, bytes);
   auto w = PlanWeights::Open(info_, "plan.bin");
   EXPECT_TRUE(absl::IsFailedPrecondition(w.status())) << w.status();
   EXPECT_THAT(w.status().message(), HasSubstr("header, metadata or tensor table"));
 }
 
 TEST_F(PlanWeightsTest, ChangedSizeIsRefused) {
-  WriteAll(path_, ReadAll(path_) + "x");
+  WriteFile(path_, ReadFile(path_) + "x");
   auto w = PlanWeights::Open(info_, "plan.bin");
   EXPECT_TRUE(absl::IsFailedPrecondition(w.status())) << w.status();
   EXPECT_THAT(w.status().message(), HasSubstr("size was"));

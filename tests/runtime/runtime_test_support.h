@@ -1,12 +1,10 @@
-// Shared pieces of the runtime tests: temporary paths, a tiny synthesized Qwen3 GGUF (the
-// byte-level vocabulary, so token ids are byte values), reading files, and a scripted fake
-// backend for the generation loop.
+// Shared pieces of the runtime tests: a tiny synthesized Qwen3 GGUF (the byte-level
+// vocabulary, so token ids are byte values), a scripted fake backend for the generation loop,
+// and (from tests/support) temporary paths and whole-file reads.
 #pragma once
 
 #include <cstdint>
-#include <fstream>
 #include <functional>
-#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,25 +12,13 @@
 #include "backends/backend.h"
 #include "frontends/gguf/synth_model.h"
 #include "gtest/gtest.h"
+#include "tests/support/temp_files.h"
 
 namespace jllm::runtime::testing {
 
-inline std::string TempPath(const std::string& name) {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  std::string base = ::testing::TempDir() + "jllm_rt_";
-  if (info != nullptr) base += std::string(info->test_suite_name()) + "_" + info->name() + "_";
-  return base + name;
-}
-
-inline std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-inline void WriteAll(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
+using ::jllm::testing::ReadFile;
+using ::jllm::testing::TempPath;
+using ::jllm::testing::WriteFile;
 
 // The `tiny` preset (E 256, 4 layers, byte-level vocabulary of 261 tokens) with Q8_0 matrices.
 inline void WriteTinyModel(const std::string& path, uint64_t seed = 1) {

@@ -1,13 +1,13 @@
 // Qwen3's chat format. Each expected string was worked out by hand from the Jinja template in
 // Qwen3's tokenizer_config.json (../shared/qwen3), following its branches for the given messages.
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "runtime/tokenizer/chat_template.h"
+#include "tests/support/temp_files.h"
+#include "tests/support/test_data.h"
 
 namespace jllm::runtime {
 namespace {
@@ -104,14 +104,17 @@ TEST(ChatTemplateTest, BadConversationsAreRefused) {
   EXPECT_THAT(std::string(bad_role.status().message()), HasSubstr("narrator"));
 }
 
+TEST(ChatTemplateTest, AcceptsTheQwen3Template) {
+  const std::string dir = ::jllm::testing::Qwen3TokenizerDir();
+  JLLM_REQUIRE_TEST_DATA(!dir.empty(), "Qwen3 tokenizer files not found in ../shared/qwen3 or "
+                                       ".deps/qwen3-tokenizer (scripts/setup.sh fetches them)");
+  const std::string config = ::jllm::testing::ReadFile(dir + "/tokenizer_config.json");
+  ASSERT_NE(config.find("<|im_start|>"), std::string::npos) << dir << "/tokenizer_config.json";
+  EXPECT_TRUE(ChatTemplate::FromGgufTemplate(config).ok());  // contains the Qwen3 template
+}
+
 TEST(ChatTemplateTest, AcceptsChatMlTemplatesOnly) {
   EXPECT_TRUE(ChatTemplate::FromGgufTemplate("").ok());
-  std::ifstream in(std::string(JLLM_SOURCE_DIR) + "/../shared/qwen3/tokenizer_config.json");
-  if (in) {
-    std::stringstream text;
-    text << in.rdbuf();
-    EXPECT_TRUE(ChatTemplate::FromGgufTemplate(text.str()).ok());  // contains the Qwen3 template
-  }
   auto llama = ChatTemplate::FromGgufTemplate("{{ '<|start_header_id|>' + message['role'] }}");
   ASSERT_FALSE(llama.ok());
   EXPECT_THAT(std::string(llama.status().message()), HasSubstr("ChatML"));

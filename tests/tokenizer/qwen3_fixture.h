@@ -1,5 +1,4 @@
-// Shared helpers for the tests that use the real Qwen3 vocabulary: where its files live, the
-// imported TokenizerData and tokenizers built from it (once per test process), JSONL reading.
+// Shared helpers for the tests that use the real Qwen3 vocabulary: the imported TokenizerData and tokenizers built from it (once per test process), JSONL reading.
 #pragma once
 
 #include <filesystem>
@@ -8,41 +7,30 @@
 #include <string>
 #include <vector>
 
-#include <unistd.h>
-
 #include "frontends/gguf/gguf_file.h"
 #include "frontends/gguf/gguf_writer.h"
 #include "frontends/gguf/tokenizer_data.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "runtime/tokenizer/tokenizer.h"
+#include "tests/support/test_data.h"
 
 namespace jllm::testing_qwen3 {
 
-// The Qwen3 tokenizer folder: ../shared/qwen3 beside the checkout, else the copy that
-// scripts/setup.sh fetches into .deps/. Empty if neither exists.
-inline std::string Qwen3Dir() {
-  for (const char* rel : {"/../shared/qwen3", "/.deps/qwen3-tokenizer"}) {
-    const std::string dir = std::string(JLLM_SOURCE_DIR) + rel;
-    if (std::filesystem::exists(dir + "/tokenizer.json")) return dir;
-  }
-  return "";
-}
+using ::jllm::testing::Qwen3TokenizerDir;
 
 inline constexpr int64_t kQwen3VocabSize = 151936;
-
-// A path in the test temp folder that no other test process uses at the same time.
-inline std::string UniqueTempPath(const std::string& name) {
-  return (std::filesystem::path(::testing::TempDir()) / (std::to_string(getpid()) + "_" + name)).string();
-}
+inline constexpr char kQwen3Missing[] =
+    "Qwen3 tokenizer files not found in ../shared/qwen3 or .deps/qwen3-tokenizer (scripts/setup.sh "
+    "fetches them)";
 
 // Imported once per process; nullptr (with the reason in *error) if it cannot be.
 inline const gguf::TokenizerData* Qwen3Data(std::string* error) {
   static std::string import_error;
   static const std::unique_ptr<gguf::TokenizerData> data = [] {
-    const std::string dir = Qwen3Dir();
+    const std::string dir = Qwen3TokenizerDir();
     if (dir.empty()) {
-      import_error = "Qwen3 tokenizer files not found in ../shared/qwen3 or .deps/qwen3-tokenizer";
+      import_error = kQwen3Missing;
       return std::unique_ptr<gguf::TokenizerData>();
     }
     absl::StatusOr<gguf::TokenizerData> d = gguf::ImportHfTokenizer(dir, kQwen3VocabSize);
@@ -100,11 +88,11 @@ inline std::vector<nlohmann::json> ReadJsonl(const std::string& path) {
 
 }  // namespace jllm::testing_qwen3
 
-// Skips the test when the Qwen3 tokenizer files are not on this machine; fails when they are
-// but cannot be imported or built.
-#define JLLM_REQUIRE_QWEN3_TOKENIZER(var)                                                     \
-  if (::jllm::testing_qwen3::Qwen3Dir().empty())                                              \
-    GTEST_SKIP() << "Qwen3 tokenizer files not found in ../shared/qwen3 or .deps/qwen3-tokenizer"; \
+// Skips the test when the Qwen3 tokenizer files are not on this machine (fails under
+// JLLM_REQUIRE_ORACLES=1); fails when they are but cannot be imported or built.
+#define JLLM_REQUIRE_QWEN3_TOKENIZER(var)                                                      \
+  JLLM_REQUIRE_TEST_DATA(!::jllm::testing_qwen3::Qwen3TokenizerDir().empty(),                  \
+                         ::jllm::testing_qwen3::kQwen3Missing);                                \
   std::string var##_error;                                                                    \
   const ::jllm::runtime::Tokenizer* var = ::jllm::testing_qwen3::Qwen3Tokenizer(&var##_error); \
   ASSERT_NE(var, nullptr) << var##_error

