@@ -40,6 +40,8 @@ float MakeQkx2Quants(int n, int nmax, const float* x, const float* w, uint8_t* L
     *neg_min = -min;
     return scale;
   }
+  // Once a candidate is accepted, `min` is its fitted min, and later trials measure x - min
+  // and max - min from it (ggml's loop; FORMATS.md §3 step 3 leaves this implicit).
   for (int is = 0; is <= nstep; ++is) {
     iscale = (rmin + rdelta * is + nmax) / (max - min);
     float sum_l = 0, sum_l2 = 0, sum_xl = 0;

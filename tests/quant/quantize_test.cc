@@ -1,6 +1,8 @@
 // Reference quantizers: exact bytes where the rule is simple enough to work out by hand (Q8_0,
 // zero blocks), invariants of the K-quant algorithms (stored levels are the nearest levels for
 // the stored scales; the largest scale maps to the top code), and round-trip error bounds.
+// ggml_golden_test.cc pins every byte to ggml's own output, so error bands measured with this
+// implementation (formerly ±10 % per type) would only be weaker copies of that check.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -42,15 +44,6 @@ std::vector<float> RoundTrip(GgmlType type, const std::vector<float>& x) {
   const absl::Status s = DequantizeRow(type, q.data(), y.data(), static_cast<int64_t>(x.size()));
   EXPECT_TRUE(s.ok()) << s;
   return y;
-}
-
-double RelativeRmsError(const std::vector<float>& x, const std::vector<float>& y) {
-  double err = 0, ref = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    err += (double(x[i]) - y[i]) * (double(x[i]) - y[i]);
-    ref += double(x[i]) * x[i];
-  }
-  return std::sqrt(err / ref);
 }
 
 // --- Q8_0 exact bytes -------------------------------------------------------------------------
@@ -216,35 +209,6 @@ TEST(QuantizeTest, OutlierOnlyCoarsensItsOwnGroupInQ8_0) {
 }
 
 // --- round-trip error on random data ----------------------------------------------------------
-
-struct ErrorBound {
-  GgmlType type;
-  double measured;  // relative RMS error ||x - q(x)|| / ||x||, seed 5
-};
-
-// Relative RMS error on 64 Ki N(0, 0.02) values, as measured with this implementation. Seeds 1,
-// 2, 3, 5 and 99 all land within 1% of these numbers. They match the textbook estimate for a
-// uniform quantizer, step/sqrt(12) relative to sigma: Q8_0 has step ~ 2.1 sigma/127 per block
-// of 32 (0.48%, plus fp16 scale rounding); Q6_K ~ 1.8 sigma/32 per group of 16 plus an 8-bit
-// scale (1.6-1.8%); Q5_K and Q4_K ~ 4.1 sigma/31 and /15 per sub-block of 32, less what the
-// min/scale search wins back (3.6%, 7.2%); f16 and bf16 are their formats' 2^-11 and 2^-8
-// relative steps. The quantizers are deterministic ports of ggml's, so the test accepts only
-// +-10% around the measurement: a wrong rounding rule, level or scale moves the error far
-// more than that (an off-by-one in the scale search or a lost high bit at least doubles it).
-constexpr ErrorBound kBounds[] = {
-    {GgmlType::kF16, 0.0002075}, {GgmlType::kBF16, 0.001657}, {GgmlType::kQ8_0, 0.005387},
-    {GgmlType::kQ6_K, 0.017850}, {GgmlType::kQ5_K, 0.036328}, {GgmlType::kQ4_K, 0.071708},
-};
-
-TEST(QuantizeTest, RoundTripErrorOnNormalData) {
-  const auto x = NormalData(65536, 5, 0.02f);
-  for (const auto& b : kBounds) {
-    const double err = RelativeRmsError(x, RoundTrip(b.type, x));
-    EXPECT_LT(err, 1.1 * b.measured) << GgmlTypeName(b.type);
-    EXPECT_GT(err, 0.9 * b.measured) << GgmlTypeName(b.type);
-  }
-  EXPECT_EQ(RelativeRmsError(x, RoundTrip(GgmlType::kF32, x)), 0.0);
-}
 
 // llama.cpp's tests/test-quantize-fns checks every type it can quantize on 0.1 + 2cos(i),
 // 4096 values, with sqrt(sum of squared errors)/n < 0.002 (its MAX_QUANTIZATION_TOTAL_ERROR).
