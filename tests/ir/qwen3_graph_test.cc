@@ -17,6 +17,7 @@
 #include "ir/verify.h"
 #include "passes/pipeline.h"
 #include "tests/ir/tiny_model_ir.h"
+#include "tests/passes/pass_test_util.h"
 
 namespace jllm::gguf {
 namespace {
@@ -37,7 +38,8 @@ Value Tokens(int n) {
   return v;
 }
 
-// The metadata of the tiny model: E=8, 1 layer, H=2, Hkv=1, D=4, F=16, V=10.
+// The metadata of the tiny model: E=8, 1 layer, H=2, Hkv=1, D=8 (not E/H = 4), F=16, V=10, and
+// eps, RoPE base and RoPE scaling off their defaults (tests/ir/tiny_model_ir.h says why).
 std::vector<KeyValue> TinyMetadata() {
   return {
       {"general.architecture", Str("qwen3")},
@@ -47,10 +49,12 @@ std::vector<KeyValue> TinyMetadata() {
       {"qwen3.feed_forward_length", U32(16)},
       {"qwen3.attention.head_count", U32(2)},
       {"qwen3.attention.head_count_kv", U32(1)},
-      {"qwen3.attention.key_length", U32(4)},
-      {"qwen3.attention.value_length", U32(4)},
-      {"qwen3.attention.layer_norm_rms_epsilon", F32(1e-6f)},
-      {"qwen3.rope.freq_base", F32(10000.0f)},
+      {"qwen3.attention.key_length", U32(8)},
+      {"qwen3.attention.value_length", U32(8)},
+      {"qwen3.attention.layer_norm_rms_epsilon", F32(1e-5f)},
+      {"qwen3.rope.freq_base", F32(1e6f)},
+      {"qwen3.rope.scaling.type", Str("linear")},
+      {"qwen3.rope.scaling.factor", F32(2.0f)},
       {"tokenizer.ggml.tokens", Tokens(10)},
   };
 }
@@ -87,16 +91,16 @@ std::vector<TensorInfo> TinyTensors() {
       Tensor("token_embd.weight", {8, 10}, 0),
       Tensor("output_norm.weight", {8}, 320),
       Tensor("blk.0.attn_norm.weight", {8}, 352),
-      Tensor("blk.0.attn_q.weight", {8, 8}, 384),
-      Tensor("blk.0.attn_k.weight", {8, 4}, 640),
-      Tensor("blk.0.attn_v.weight", {8, 4}, 768),
-      Tensor("blk.0.attn_output.weight", {8, 8}, 896),
-      Tensor("blk.0.attn_q_norm.weight", {4}, 1152),
-      Tensor("blk.0.attn_k_norm.weight", {4}, 1184),
-      Tensor("blk.0.ffn_norm.weight", {8}, 1216),
-      Tensor("blk.0.ffn_gate.weight", {8, 16}, 1248),
-      Tensor("blk.0.ffn_up.weight", {8, 16}, 1760),
-      Tensor("blk.0.ffn_down.weight", {16, 8}, 2272),
+      Tensor("blk.0.attn_q.weight", {8, 16}, 384),
+      Tensor("blk.0.attn_k.weight", {8, 8}, 896),
+      Tensor("blk.0.attn_v.weight", {8, 8}, 1152),
+      Tensor("blk.0.attn_output.weight", {16, 8}, 1408),
+      Tensor("blk.0.attn_q_norm.weight", {8}, 1920),
+      Tensor("blk.0.attn_k_norm.weight", {8}, 1952),
+      Tensor("blk.0.ffn_norm.weight", {8}, 1984),
+      Tensor("blk.0.ffn_gate.weight", {8, 16}, 2016),
+      Tensor("blk.0.ffn_up.weight", {8, 16}, 2528),
+      Tensor("blk.0.ffn_down.weight", {16, 8}, 3040),
   };
 }
 
@@ -117,7 +121,7 @@ std::string TensorError(const std::vector<TensorInfo>& tensors) {
 TEST(Qwen3ConfigTest, ReadsTheHyperParameters) {
   auto c = ReadQwen3Config(TinyMetadata(), TinyTensors(), "m.gguf");
   ASSERT_TRUE(c.ok()) << c.status();
-  const ir::ModelConfig want{"qwen3", 8, 1, 2, 1, 4, 16, 10, 64, 10000.0f, 1.0f, 1e-6f, true};
+  const ir::ModelConfig want{"qwen3", 8, 1, 2, 1, 8, 16, 10, 64, 1e6f, 0.5f, 1e-5f, true};
   EXPECT_EQ(*c, want);
 }
 
@@ -127,11 +131,12 @@ TEST(Qwen3GraphTest, BuildsTheHandWrittenGraph) {
   auto g = BuildQwen3Graph(*c, TinyTensors(), "m.gguf");
   ASSERT_TRUE(g.ok()) << g.status();
   EXPECT_EQ(ir::Print(*g), testing::kTinyModelIr);
+  passes::testing::ExpectAttributesMatchConfig(ir::Print(*g));
 }
 
 TEST(Qwen3GraphTest, OutputWeightUntiesTheEmbeddings) {
   std::vector<TensorInfo> tensors = TinyTensors();
-  tensors.push_back(Tensor("output.weight", {8, 10}, 2784));
+  tensors.push_back(Tensor("output.weight", {8, 10}, 3552));
   auto c = ReadQwen3Config(TinyMetadata(), tensors, "m.gguf");
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_FALSE(c->tied_embeddings);
@@ -140,8 +145,8 @@ TEST(Qwen3GraphTest, OutputWeightUntiesTheEmbeddings) {
   const std::string want = absl::StrReplaceAll(
       testing::kTinyModelIr,
       {{" tied_embeddings\n", "\n"},
-       {"offset=2272 size=512\n",
-        "offset=2272 size=512\nweight output.weight f32 {8,10} offset=2784 size=320\n"},
+       {"offset=3040 size=512\n",
+        "offset=3040 size=512\nweight output.weight f32 {8,10} offset=3552 size=320\n"},
        {"logits(%out_norm; @token_embd.weight)", "logits(%out_norm; @output.weight)"}});
   EXPECT_EQ(ir::Print(*g), want);
 }
@@ -225,8 +230,6 @@ TEST(Qwen3ConfigTest, PerLayerArraysMustBeUniform) {
 TEST(Qwen3ConfigTest, HeadDimComesFromKeyLength) {
   // 0.6B-like: E/H = 64 but D = 128. Here E=8, H=2 (E/H = 4) and key_length = 8.
   auto md = TinyMetadata();
-  Set(md, "qwen3.attention.key_length", U32(8));
-  Set(md, "qwen3.attention.value_length", U32(8));
   auto c = ReadQwen3Config(md, TinyTensors(), "m.gguf");
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->head_dim, 8);
@@ -248,6 +251,11 @@ TEST(Qwen3ConfigTest, DefaultsAndRopeScaling) {
   EXPECT_EQ(c->n_head_kv, 2);
   EXPECT_EQ(c->rope_base, 10000.0f);
   EXPECT_EQ(c->rope_freq_scale, 0.25f);
+  Erase(md, "qwen3.rope.scaling.factor");
+  Erase(md, "qwen3.rope.scaling.type");
+  c = ReadQwen3Config(md, TinyTensors(), "m.gguf");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->rope_freq_scale, 1.0f);
 
   Set(md, "qwen3.rope.scaling.type", Str("yarn"));
   EXPECT_THAT(ConfigError(md), HasSubstr("key 'qwen3.rope.scaling.type' is 'yarn'"));
@@ -255,8 +263,8 @@ TEST(Qwen3ConfigTest, DefaultsAndRopeScaling) {
   Set(md, "qwen3.rope.dimension_count", U32(2));
   EXPECT_THAT(ConfigError(md), HasSubstr("partial RoPE is not supported"));
   md = TinyMetadata();
-  Set(md, "qwen3.attention.value_length", U32(8));
-  EXPECT_THAT(ConfigError(md), HasSubstr("differs from the key length 4"));
+  Set(md, "qwen3.attention.value_length", U32(4));
+  EXPECT_THAT(ConfigError(md), HasSubstr("differs from the key length 8"));
   md = TinyMetadata();
   Set(md, "qwen3.attention.head_count_kv", U32(3));
   EXPECT_THAT(ConfigError(md), HasSubstr("n_head = 2 is not a multiple of n_head_kv = 3"));
@@ -271,9 +279,9 @@ TEST(Qwen3TensorTest, MissingTensorIsNamed) {
 
 TEST(Qwen3TensorTest, WrongShapeIsNamed) {
   auto tensors = TinyTensors();
-  tensors[4] = Tensor("blk.0.attn_k.weight", {8, 8}, 640);
+  tensors[4] = Tensor("blk.0.attn_k.weight", {8, 16}, 896);
   EXPECT_THAT(TensorError(tensors),
-              HasSubstr("m.gguf: tensor 'blk.0.attn_k.weight' has ne {8, 8}, expected {8, 4}"));
+              HasSubstr("m.gguf: tensor 'blk.0.attn_k.weight' has ne {8, 16}, expected {8, 8}"));
 }
 
 TEST(Qwen3TensorTest, UnsupportedTypeIsNamed) {
@@ -292,12 +300,12 @@ TEST(Qwen3TensorTest, WrongByteSizeIsNamed) {
   auto tensors = TinyTensors();
   tensors[3].nbytes = 100;
   EXPECT_THAT(TensorError(tensors),
-              HasSubstr("tensor 'blk.0.attn_q.weight' is 100 bytes, expected 256"));
+              HasSubstr("tensor 'blk.0.attn_q.weight' is 100 bytes, expected 512"));
 }
 
 TEST(Qwen3TensorTest, UnexpectedTensorIsRefused) {
   auto tensors = TinyTensors();
-  tensors.push_back(Tensor("blk.0.attn_q.bias", {8}, 2784));
+  tensors.push_back(Tensor("blk.0.attn_q.bias", {8}, 3552));
   EXPECT_THAT(TensorError(tensors),
               HasSubstr("tensor 'blk.0.attn_q.bias' is not part of a qwen3 model with 1 layers"));
 }
@@ -321,31 +329,32 @@ TEST(Qwen3GraphTest, BuildsFromAGgufFile) {
 }
 
 // A two-layer model with a Q4_K_M-like mix (attn_v q6_K in layer 0 only, as use_more_bits
-// would pick for the first layers) through the builder and every pass.
+// would pick for the first layers) through the builder and every pass. E = 512, H = 2, D = 128:
+// E/H = 256 differs from D, as in Qwen3-0.6B.
 TEST(Qwen3GraphTest, Q4KMMixThroughAllPasses) {
   auto md = TinyMetadata();
   Set(md, "qwen3.block_count", U32(2));
-  Set(md, "qwen3.embedding_length", U32(256));
+  Set(md, "qwen3.embedding_length", U32(512));
   Set(md, "qwen3.feed_forward_length", U32(512));
   Set(md, "qwen3.attention.key_length", U32(128));
   Set(md, "qwen3.attention.value_length", U32(128));
   Set(md, "tokenizer.ggml.tokens", Tokens(16));
   const GgmlType q4 = GgmlType::kQ4_K, q6 = GgmlType::kQ6_K;
-  std::vector<TensorInfo> tensors = {Tensor("token_embd.weight", {256, 16}, 0, q6),
-                                     Tensor("output_norm.weight", {256}, 0)};
+  std::vector<TensorInfo> tensors = {Tensor("token_embd.weight", {512, 16}, 0, q6),
+                                     Tensor("output_norm.weight", {512}, 0)};
   for (int l = 0; l < 2; ++l) {
     auto blk = [l](const char* name) { return absl::StrCat("blk.", l, ".", name); };
-    tensors.push_back(Tensor(blk("attn_norm.weight"), {256}, 0));
-    tensors.push_back(Tensor(blk("attn_q.weight"), {256, 256}, 0, q4));
-    tensors.push_back(Tensor(blk("attn_k.weight"), {256, 128}, 0, q4));
-    tensors.push_back(Tensor(blk("attn_v.weight"), {256, 128}, 0, l == 0 ? q6 : q4));
-    tensors.push_back(Tensor(blk("attn_output.weight"), {256, 256}, 0, q4));
+    tensors.push_back(Tensor(blk("attn_norm.weight"), {512}, 0));
+    tensors.push_back(Tensor(blk("attn_q.weight"), {512, 256}, 0, q4));
+    tensors.push_back(Tensor(blk("attn_k.weight"), {512, 128}, 0, q4));
+    tensors.push_back(Tensor(blk("attn_v.weight"), {512, 128}, 0, l == 0 ? q6 : q4));
+    tensors.push_back(Tensor(blk("attn_output.weight"), {256, 512}, 0, q4));
     tensors.push_back(Tensor(blk("attn_q_norm.weight"), {128}, 0));
     tensors.push_back(Tensor(blk("attn_k_norm.weight"), {128}, 0));
-    tensors.push_back(Tensor(blk("ffn_norm.weight"), {256}, 0));
-    tensors.push_back(Tensor(blk("ffn_gate.weight"), {256, 512}, 0, q4));
-    tensors.push_back(Tensor(blk("ffn_up.weight"), {256, 512}, 0, q4));
-    tensors.push_back(Tensor(blk("ffn_down.weight"), {512, 256}, 0, q6));
+    tensors.push_back(Tensor(blk("ffn_norm.weight"), {512}, 0));
+    tensors.push_back(Tensor(blk("ffn_gate.weight"), {512, 512}, 0, q4));
+    tensors.push_back(Tensor(blk("ffn_up.weight"), {512, 512}, 0, q4));
+    tensors.push_back(Tensor(blk("ffn_down.weight"), {512, 512}, 0, q6));
   }
   auto c = ReadQwen3Config(md, tensors, "m.gguf");
   ASSERT_TRUE(c.ok()) << c.status();
@@ -357,6 +366,7 @@ TEST(Qwen3GraphTest, Q4KMMixThroughAllPasses) {
   // Per layer: qkv group, qk norm/rope/append, attention, attn_output+residual,
   // gate/up group with swiglu, ffn_down+residual; plus embed, final norm, logits, sample.
   EXPECT_EQ(g->nodes.size(), 2u * 6 + 4);
+  passes::testing::ExpectAttributesMatchConfig(ir::Print(*g));
   auto text = ir::Parse(ir::Print(*g));
   ASSERT_TRUE(text.ok()) << text.status();
   EXPECT_EQ(*text, *g);

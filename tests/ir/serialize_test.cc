@@ -23,38 +23,10 @@ Graph Tiny() {
 
 // The tiny model with every fused form and an int8 cache, so all attribute field types travel.
 Graph TinyFused() {
-  const std::string text = absl::StrReplaceAll(
-      testing::kTinyModelIr,
-      {{"kv_cache f16", "kv_cache int8"},
-       {"%blk.0.attn_in: f32[T,8] = rms_norm(%embd; @blk.0.attn_norm.weight) eps=1e-06\n"
-        "%blk.0.q: f32[T,8] = matmul(%blk.0.attn_in; @blk.0.attn_q.weight)\n"
-        "%blk.0.k: f32[T,4] = matmul(%blk.0.attn_in; @blk.0.attn_k.weight)\n"
-        "%blk.0.v: f32[T,4] = matmul(%blk.0.attn_in; @blk.0.attn_v.weight)\n"
-        "%blk.0.q_normed: f32[T,8] = head_rms_norm(%blk.0.q; @blk.0.attn_q_norm.weight) n_head=2 "
-        "head_dim=4 eps=1e-06\n"
-        "%blk.0.k_normed: f32[T,4] = head_rms_norm(%blk.0.k; @blk.0.attn_k_norm.weight) n_head=1 "
-        "head_dim=4 eps=1e-06\n"
-        "%blk.0.q_rope: f32[T,8] = rope(%blk.0.q_normed, %pos) n_head=2 head_dim=4 n_rot=4 "
-        "freq_base=10000 freq_scale=1\n"
-        "%blk.0.k_rope: f32[T,4] = rope(%blk.0.k_normed, %pos) n_head=1 head_dim=4 n_rot=4 "
-        "freq_base=10000 freq_scale=1\n"
-        "%blk.0.kv: f16[2,S,4] = kv_append(%blk.0.k_rope, %blk.0.v, %pos) layer=0 n_head_kv=1 "
-        "head_dim=4\n",
-        "%blk.0.q: f32[T,8], %blk.0.k: f32[T,4], %blk.0.v: f32[T,4] = matmul_group(%embd; "
-        "@blk.0.attn_q.weight, @blk.0.attn_k.weight, @blk.0.attn_v.weight, "
-        "@blk.0.attn_norm.weight) norm_eps=1e-06\n"
-        "%blk.0.q_rope: f32[T,8], %blk.0.kv: i8[2,S,4] = qk_norm_rope_kv_append(%blk.0.q, "
-        "%blk.0.k, %blk.0.v, %pos; @blk.0.attn_q_norm.weight, @blk.0.attn_k_norm.weight) layer=0 "
-        "n_head=2 n_head_kv=1 head_dim=4 eps=1e-06 n_rot=4 freq_base=10000 freq_scale=1\n"},
-       {"%blk.0.attn_out: f32[T,8] = matmul(%blk.0.attn; @blk.0.attn_output.weight)\n"
-        "%blk.0.attn_res: f32[T,8] = add(%embd, %blk.0.attn_out)\n",
-        "%blk.0.attn_res: f32[T,8] = matmul(%blk.0.attn, %embd; @blk.0.attn_output.weight) "
-        "residual\n"},
-       {"%blk.0.gate: f32[T,16] = matmul(%blk.0.ffn_in; @blk.0.ffn_gate.weight)\n"
-        "%blk.0.up: f32[T,16] = matmul(%blk.0.ffn_in; @blk.0.ffn_up.weight)\n"
-        "%blk.0.ffn_act: f32[T,16] = swiglu(%blk.0.gate, %blk.0.up)\n",
-        "%blk.0.ffn_act: f32[T,16] = matmul_group(%blk.0.ffn_in; @blk.0.ffn_gate.weight, "
-        "@blk.0.ffn_up.weight) swiglu\n"}});
+  const std::string text =
+      absl::StrReplaceAll(testing::TinyModelFusedIr(),
+                          {{"kv_cache f16", "kv_cache int8"},
+                           {"%blk.0.kv: f16[2,S,8]", "%blk.0.kv: i8[2,S,8]"}});
   auto g = Parse(text);
   EXPECT_TRUE(g.ok()) << g.status();
   EXPECT_TRUE(Verify(*g).ok()) << Verify(*g);
@@ -65,7 +37,7 @@ Graph TinyFused() {
 Graph TinyF32Kv() {
   auto g = Parse(absl::StrReplaceAll(testing::kTinyModelIr,
                                      {{"kv_cache f16", "kv_cache f32"},
-                                      {"%blk.0.kv: f16[2,S,4]", "%blk.0.kv: f32[2,S,4]"}}));
+                                      {"%blk.0.kv: f16[2,S,8]", "%blk.0.kv: f32[2,S,8]"}}));
   EXPECT_TRUE(g.ok()) << g.status();
   EXPECT_TRUE(Verify(*g).ok()) << Verify(*g);
   return *std::move(g);

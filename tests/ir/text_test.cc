@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 
 #include "ir/text.h"
@@ -25,19 +26,23 @@ TEST(TextTest, ParseFillsTheStructures) {
   auto g = Parse(testing::kTinyModelIr);
   ASSERT_TRUE(g.ok()) << g.status();
   EXPECT_EQ(g->config.n_embd, 8);
-  EXPECT_EQ(g->config.rms_eps, 1e-6f);
+  EXPECT_EQ(g->config.rms_eps, 1e-5f);
+  EXPECT_EQ(g->config.rope_base, 1e6f);
+  EXPECT_EQ(g->config.rope_freq_scale, 0.5f);
+  EXPECT_EQ(g->config.head_dim, 8);
   EXPECT_TRUE(g->config.tied_embeddings);
   ASSERT_EQ(g->weights.size(), 13u);
   EXPECT_EQ(g->weights[3].name, "blk.0.attn_q.weight");
-  EXPECT_EQ(g->weights[3].ne, (std::vector<int64_t>{8, 8}));
+  EXPECT_EQ(g->weights[3].ne, (std::vector<int64_t>{8, 16}));
   EXPECT_EQ(g->weights[3].offset, 384u);
-  EXPECT_EQ(g->weights[3].nbytes, 256u);
+  EXPECT_EQ(g->weights[3].nbytes, 512u);
   ASSERT_EQ(g->nodes.size(), 22u);  // embed, 18 per layer, final norm, logits, sample
   const Node& attention = g->nodes[10];
   EXPECT_EQ(attention.op, OpKind::kAttention);
-  EXPECT_EQ(attention.attrs_as<AttentionAttrs>(), (AttentionAttrs{0, 2, 1, 4, 0.5f}));
+  EXPECT_EQ(attention.attrs_as<AttentionAttrs>(),
+            (AttentionAttrs{0, 2, 1, 8, 1.0f / std::sqrt(8.0f)}));
   EXPECT_EQ(g->type_of(attention.inputs[1]),
-            (ValueType{DType::kF16, {{2, kDimS, 4}}}));
+            (ValueType{DType::kF16, {{2, kDimS, 8}}}));
   ASSERT_EQ(g->outputs.size(), 2u);
   EXPECT_EQ(g->name_of(g->outputs[1]), "token");
 }

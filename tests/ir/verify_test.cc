@@ -53,34 +53,35 @@ INSTANTIATE_TEST_SUITE_P(
         Edit{"ConfigHeadsNotMultiple", "n_head=2 n_head_kv=1", "n_head=3 n_head_kv=2",
              "n_head = 3 is not a multiple of n_head_kv = 2"},
         Edit{"KvCacheLayerCount", "kv_cache f16", "kv_cache f16 f16", "kv_cache lists 2 layers"},
-        Edit{"WeightSizeWrong", "{8,8} offset=384 size=256", "{8,8} offset=384 size=300",
-             "weight 'blk.0.attn_q.weight' has size 300, but f32 {8, 8} takes 256 bytes"},
-        Edit{"WeightNotBlockMultiple", "f32 {8,8} offset=384 size=256", "q8_0 {8,8} offset=384 size=256",
-             "weight 'blk.0.attn_q.weight' has invalid dims {8, 8} for type q8_0"},
-        Edit{"WeightDimsDoNotMatchInput", "blk.0.attn_output.weight f32 {8,8} offset=896 size=256",
-             "blk.0.attn_output.weight f32 {6,8} offset=896 size=192",
-             "node 11 (matmul -> %blk.0.attn_out): weight 'blk.0.attn_output.weight' has ne {6, 8}, "
-             "expected {8, N}"},
-        Edit{"RecordedShapeWrong", "%blk.0.q: f32[T,8]", "%blk.0.q: f32[T,9]",
-             "%blk.0.q is recorded as f32[T,9] but the op gives f32[T,8]"},
-        Edit{"RecordedDtypeWrong", "%blk.0.v: f32[T,4]", "%blk.0.v: f16[T,4]",
-             "%blk.0.v is recorded as f16[T,4] but the op gives f32[T,4]"},
+        Edit{"WeightSizeWrong", "{8,16} offset=384 size=512", "{8,16} offset=384 size=600",
+             "weight 'blk.0.attn_q.weight' has size 600, but f32 {8, 16} takes 512 bytes"},
+        Edit{"WeightNotBlockMultiple", "f32 {8,16} offset=384 size=512",
+             "q8_0 {8,16} offset=384 size=512",
+             "weight 'blk.0.attn_q.weight' has invalid dims {8, 16} for type q8_0"},
+        Edit{"WeightDimsDoNotMatchInput", "blk.0.attn_output.weight f32 {16,8} offset=1408 size=512",
+             "blk.0.attn_output.weight f32 {12,8} offset=1408 size=384",
+             "node 11 (matmul -> %blk.0.attn_out): weight 'blk.0.attn_output.weight' has ne "
+             "{12, 8}, expected {16, N}"},
+        Edit{"RecordedShapeWrong", "%blk.0.q: f32[T,16]", "%blk.0.q: f32[T,17]",
+             "%blk.0.q is recorded as f32[T,17] but the op gives f32[T,16]"},
+        Edit{"RecordedDtypeWrong", "%blk.0.v: f32[T,8]", "%blk.0.v: f16[T,8]",
+             "%blk.0.v is recorded as f16[T,8] but the op gives f32[T,8]"},
         Edit{"InputDtypeWrong", "input %pos: i32[T]", "input %pos: f32[T]",
              "positions are f32[T], expected i32[T]"},
         Edit{"NotTopological", "%blk.0.ffn_act: f32[T,16] = swiglu(%blk.0.gate, %blk.0.up)",
              "%blk.0.ffn_act: f32[T,16] = swiglu(%blk.0.gate, %blk.0.ffn_out)",
              "node 16 (swiglu -> %blk.0.ffn_act): reads %blk.0.ffn_out before any node defines it"},
-        Edit{"EpsZero", "rms_norm(%embd; @blk.0.attn_norm.weight) eps=1e-06",
+        Edit{"EpsZero", "rms_norm(%embd; @blk.0.attn_norm.weight) eps=1e-05",
              "rms_norm(%embd; @blk.0.attn_norm.weight) eps=0", "eps = 0 must be > 0"},
-        Edit{"RopeOddRotation", "n_head=2 head_dim=4 n_rot=4", "n_head=2 head_dim=4 n_rot=3",
-             "n_rot = 3 must be even"},
+        Edit{"RopeOddRotation", "n_head=2 head_dim=8 n_rot=8", "n_head=2 head_dim=8 n_rot=7",
+             "n_rot = 7 must be even"},
         Edit{"HeadsDoNotMatchWidth", "head_rms_norm(%blk.0.q; @blk.0.attn_q_norm.weight) n_head=2",
              "head_rms_norm(%blk.0.q; @blk.0.attn_q_norm.weight) n_head=3",
-             "input %blk.0.q is f32[T,8], expected f32[T,12]"},
+             "input %blk.0.q is f32[T,16], expected f32[T,24]"},
         Edit{"LayerOutOfRange", "layer=0 n_head=2", "layer=1 n_head=2",
              "layer 1 is outside the 1 layers of kv_cache"},
         Edit{"KvTypeChangedWithoutRetyping", "kv_cache f16", "kv_cache int8",
-             "%blk.0.kv is recorded as f16[2,S,4] but the op gives i8[2,S,4]"},
+             "%blk.0.kv is recorded as f16[2,S,8] but the op gives i8[2,S,8]"},
         Edit{"GammaWrongWidth", "weight output_norm.weight f32 {8} offset=320 size=32",
              "weight output_norm.weight f32 {4} offset=320 size=16",
              "norm weight 'output_norm.weight' has ne {4}, expected {8}"},
@@ -95,7 +96,7 @@ INSTANTIATE_TEST_SUITE_P(
         Edit{"SwigluOnSingleMatmul", "matmul(%blk.0.ffn_in; @blk.0.ffn_gate.weight)",
              "matmul(%blk.0.ffn_in; @blk.0.ffn_gate.weight) swiglu",
              "the swiglu epilogue applies to a (gate, up) group only"},
-        Edit{"GroupOfOne", "%blk.0.v: f32[T,4] = matmul(", "%blk.0.v: f32[T,4] = matmul_group(",
+        Edit{"GroupOfOne", "%blk.0.v: f32[T,8] = matmul(", "%blk.0.v: f32[T,8] = matmul_group(",
              "matmul_group needs at least 2 member weights"}),
     [](const auto& info) { return info.param.name; });
 
@@ -127,7 +128,7 @@ TEST(VerifyTest, AttributesOfAnotherOp) {
 TEST(VerifyTest, AttentionMustReadItsLayersCache) {
   auto g = Parse(absl::StrReplaceAll(
       testing::kTinyModelIr,
-      {{"input %pos: i32[T]\n", "input %pos: i32[T]\ninput %fake: f16[2,S,4]\n"},
+      {{"input %pos: i32[T]\n", "input %pos: i32[T]\ninput %fake: f16[2,S,8]\n"},
        {"attention(%blk.0.q_rope, %blk.0.kv, %pos)", "attention(%blk.0.q_rope, %fake, %pos)"}}));
   ASSERT_TRUE(g.ok()) << g.status();
   EXPECT_THAT(VerifyError(*g), HasSubstr("the kv cache input %fake is not the cache that layer 0's "
@@ -137,9 +138,9 @@ TEST(VerifyTest, AttentionMustReadItsLayersCache) {
 TEST(VerifyTest, OneAppendPerLayer) {
   auto g = Parse(absl::StrReplaceAll(
       testing::kTinyModelIr,
-      {{"%blk.0.attn: f32[T,8]",
-        "%kv2: f16[2,S,4] = kv_append(%blk.0.k_rope, %blk.0.v, %pos) layer=0 n_head_kv=1 "
-        "head_dim=4\n%blk.0.attn: f32[T,8]"}}));
+      {{"%blk.0.attn: f32[T,16]",
+        "%kv2: f16[2,S,8] = kv_append(%blk.0.k_rope, %blk.0.v, %pos) layer=0 n_head_kv=1 "
+        "head_dim=8\n%blk.0.attn: f32[T,16]"}}));
   ASSERT_TRUE(g.ok()) << g.status();
   EXPECT_THAT(VerifyError(*g), HasSubstr("layer 0 is already appended by node 9"));
 }

@@ -15,34 +15,7 @@ using jllm::testing::kTinyModelIr;
 using testing::Edit;
 using ::testing::HasSubstr;
 
-std::string TinyHeader() {
-  const std::string text = kTinyModelIr;
-  return text.substr(0, text.find("%embd"));
-}
-
-// The tiny model after every pass, written out by hand.
-std::string FullyFusedTiny() {
-  return TinyHeader() +
-         "%embd: f32[T,8] = embed(%tokens; @token_embd.weight)\n"
-         "%blk.0.q: f32[T,8], %blk.0.k: f32[T,4], %blk.0.v: f32[T,4] = matmul_group(%embd; "
-         "@blk.0.attn_q.weight, @blk.0.attn_k.weight, @blk.0.attn_v.weight, "
-         "@blk.0.attn_norm.weight) norm_eps=1e-06\n"
-         "%blk.0.q_rope: f32[T,8], %blk.0.kv: f16[2,S,4] = qk_norm_rope_kv_append(%blk.0.q, "
-         "%blk.0.k, %blk.0.v, %pos; @blk.0.attn_q_norm.weight, @blk.0.attn_k_norm.weight) layer=0 "
-         "n_head=2 n_head_kv=1 head_dim=4 eps=1e-06 n_rot=4 freq_base=10000 freq_scale=1\n"
-         "%blk.0.attn: f32[T,8] = attention(%blk.0.q_rope, %blk.0.kv, %pos) layer=0 n_head=2 "
-         "n_head_kv=1 head_dim=4 scale=0.5\n"
-         "%blk.0.attn_res: f32[T,8] = matmul(%blk.0.attn, %embd; @blk.0.attn_output.weight) "
-         "residual\n"
-         "%blk.0.ffn_act: f32[T,16] = matmul_group(%blk.0.attn_res; @blk.0.ffn_gate.weight, "
-         "@blk.0.ffn_up.weight, @blk.0.ffn_norm.weight) norm_eps=1e-06 swiglu\n"
-         "%blk.0.out: f32[T,8] = matmul(%blk.0.ffn_act, %blk.0.attn_res; @blk.0.ffn_down.weight) "
-         "residual\n"
-         "%out_norm: f32[T,8] = rms_norm(%blk.0.out; @output_norm.weight) eps=1e-06\n"
-         "%logits: f32[T,10] = logits(%out_norm; @token_embd.weight)\n"
-         "%token: i32[1] = sample(%logits)\n"
-         "output %logits, %token\n";
-}
+using jllm::testing::TinyModelFusedIr;
 
 ir::Graph Tiny() {
   auto g = ir::Parse(kTinyModelIr);
@@ -72,7 +45,8 @@ TEST(PipelineTest, AllPassesOnGiveTheFullyFusedGraph) {
   ir::Graph g = Tiny();
   auto runs = RunPipeline(g, DefaultPipelineConfig());
   ASSERT_TRUE(runs.ok()) << runs.status();
-  EXPECT_EQ(ir::Print(g), FullyFusedTiny());
+  EXPECT_EQ(ir::Print(g), TinyModelFusedIr());
+  testing::ExpectAttributesMatchConfig(ir::Print(g));
   ASSERT_EQ(runs->size(), 7u);
   const std::vector<std::pair<std::string, std::string>> want = {
       {"group-qkv", "grouped 1 q/k/v triples (f32+f32+f32 x1)"},
@@ -96,12 +70,12 @@ TEST(PipelineTest, OneLineSwitchesOnePassOff) {
   auto runs = RunPipeline(g, Config("passes:\n  fuse-swiglu: false\n"));
   ASSERT_TRUE(runs.ok()) << runs.status();
   EXPECT_EQ(ir::Print(g),
-            Edit(FullyFusedTiny(),
+            Edit(TinyModelFusedIr(),
                  {{"%blk.0.ffn_act: f32[T,16] = matmul_group(%blk.0.attn_res; @blk.0.ffn_gate.weight, "
-                   "@blk.0.ffn_up.weight, @blk.0.ffn_norm.weight) norm_eps=1e-06 swiglu\n",
+                   "@blk.0.ffn_up.weight, @blk.0.ffn_norm.weight) norm_eps=1e-05 swiglu\n",
                    "%blk.0.gate: f32[T,16], %blk.0.up: f32[T,16] = matmul_group(%blk.0.attn_res; "
                    "@blk.0.ffn_gate.weight, @blk.0.ffn_up.weight, @blk.0.ffn_norm.weight) "
-                   "norm_eps=1e-06\n"
+                   "norm_eps=1e-05\n"
                    "%blk.0.ffn_act: f32[T,16] = swiglu(%blk.0.gate, %blk.0.up)\n"}}));
   EXPECT_FALSE((*runs)[4].enabled);
   EXPECT_EQ((*runs)[4].report, "disabled");
@@ -146,7 +120,7 @@ TEST(PipelineTest, DumpAfterANamedPass) {
   ir::Graph g2 = Tiny();
   ASSERT_TRUE(RunPipeline(g2, DefaultPipelineConfig(), options).ok());
   ASSERT_EQ(dumped.size(), AllPasses().size());
-  EXPECT_EQ(dumped.back(), "kv-dtype\n" + FullyFusedTiny());
+  EXPECT_EQ(dumped.back(), "kv-dtype\n" + TinyModelFusedIr());
 }
 
 TEST(PipelineTest, InvalidInputGraphIsRefusedBeforeAnyPass) {
