@@ -9,7 +9,10 @@
 #   1. gguf-reader: the oracle's numpy dequantizer against jllm-inspect, every type, bit for bit;
 #   2. oracle: tests/oracle/run_oracle.py (random-weight tiny and Qwen3-0.6B-shaped models,
 #      f32/q8_0/q4_k/q4_k_m, cpu_ref and, when built, CUDA) against transformers;
-#   3. tiny-coder (with MODEL_DIR): tests/oracle/make_tiny_coder_reference.py writes
+#   3. synth-q4_k_m: tests/oracle/make_synth_reference.py synthesizes `jllm-synth --preset tiny
+#      --type q4_k_m --seed 7` and writes transformers' logits for it to
+#      $OUT/oracle/synth_tiny_q4_k_m_reference.json (copy it to tests/data/);
+#   4. tiny-coder (with MODEL_DIR): tests/oracle/make_tiny_coder_reference.py writes
 #      $OUT/oracle/tiny_coder_reference.json (copy it to tests/data/). Needs no jllm binary.
 # Logs and results go to $OUT/oracle/ (out/oracle/ when OUT is unset); the summary table comes
 # last. Exit status non-zero if any step failed.
@@ -39,6 +42,8 @@ source "$root/scripts/lib/steps.sh"
 run_step gguf-reader python3 tests/oracle/check_gguf_reader.py --build "$bin"
 run_step oracle python3 tests/oracle/run_oracle.py --build "$bin" --out "$out" \
   --work "${TMPDIR:-/tmp}/jllm-oracle-work"
+run_step synth-q4_k_m python3 tests/oracle/make_synth_reference.py --bin "$bin" --seed 7 \
+  --out "$out/synth_tiny_q4_k_m_reference.json"
 if [ -n "$models" ]; then
   first() { for f in "$@"; do [ -f "$f" ] && { echo "$f"; return; }; done; echo "$1"; }
   run_step tiny-coder python3 tests/oracle/make_tiny_coder_reference.py \
@@ -51,6 +56,7 @@ echo
 echo "=================== summary (logs and summary.json in $out)"
 print_step_summary
 tail -n 1 "$out/gguf-reader.log" 2>/dev/null | sed 's/^/  gguf-reader: /'
+grep -E "^greedy|^wrote" "$out/synth-q4_k_m.log" 2>/dev/null | sed 's/^/  synth-q4_k_m: /'
 if [ -n "$models" ]; then
   grep -E "^'|^wrote" "$out/tiny-coder.log" 2>/dev/null | sed 's/^/  tiny-coder: /'
 fi
