@@ -7,6 +7,7 @@
 #include "gmock/gmock.h"
 #include "ir/verify.h"
 #include "test_support.h"
+#include "tests/support/logits_math.h"
 #include "toy_model.h"
 
 namespace jllm::cpu_ref::testing {
@@ -23,18 +24,13 @@ std::unique_ptr<Backend> LoadToy(const TestModel& m, int64_t max_context = 64) {
   return be;
 }
 
-double MaxAbsDiff(absl::Span<const float> a, absl::Span<const float> b) {
-  EXPECT_EQ(a.size(), b.size());
-  double m = 0;
-  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) m = std::max(m, double(std::fabs(a[i] - b[i])));
-  return m;
-}
+using ::jllm::testing::MaxAbsDiff;
 
 TEST(CpuRefBackendTest, NameIsCpuRef) { EXPECT_EQ(CreateCpuRefBackend()->name(), "cpu_ref"); }
 
 // Prefill of 5, then single-token steps, against one prefill of everything with kAll: each row
-// of cpu_ref's output depends only on its own token and the cache, so they agree to rounding
-// (the bound, 1e-5 of the largest logit, is far below the spread of the logits).
+// of cpu_ref's output depends only on its own token and the cache, computed by the same
+// fixed-order sums, so they agree exactly.
 TEST(CpuRefBackendTest, StepwiseDecodeMatchesOneLongPrefill) {
   for (ir::KvDType kv : {ir::KvDType::kF16, ir::KvDType::kInt8}) {
     for (bool fused : {false, true}) {
@@ -51,11 +47,12 @@ TEST(CpuRefBackendTest, StepwiseDecodeMatchesOneLongPrefill) {
 
       const size_t prefill = 5;
       ASSERT_TRUE(steps->Forward(absl::MakeSpan(kPrompt).subspan(0, prefill), 0, LogitsRows::kAll, &row).ok());
-      EXPECT_LE(MaxAbsDiff(row, absl::MakeSpan(all).subspan(0, prefill * vocab)), 1e-5 * max_logit);
+      ASSERT_EQ(row.size(), prefill * vocab);
+      EXPECT_EQ(MaxAbsDiff(row, absl::MakeSpan(all).subspan(0, prefill * vocab)), 0.0);
       for (size_t p = prefill; p < kPrompt.size(); ++p) {
         ASSERT_TRUE(steps->Forward({kPrompt[p]}, p, LogitsRows::kLast, &row).ok());
         ASSERT_EQ(row.size(), static_cast<size_t>(vocab));
-        EXPECT_LE(MaxAbsDiff(row, absl::MakeSpan(all).subspan(p * vocab, vocab)), 1e-5 * max_logit)
+        EXPECT_EQ(MaxAbsDiff(row, absl::MakeSpan(all).subspan(p * vocab, vocab)), 0.0)
             << "position " << p << " kv " << ir::KvDTypeName(kv) << " fused " << fused;
       }
     }
@@ -75,7 +72,7 @@ TEST(CpuRefBackendTest, LastRowIsTheLastRowOfAll) {
 }
 
 // Going back (pos0 below what the cache holds) recomputes from there: the result equals a
-// fresh run of the same tokens.
+// fresh run of the same tokens, exactly.
 TEST(CpuRefBackendTest, RewindingOverwritesLaterPositions) {
   TestModel m;
   BuildToyModel(m, {});
@@ -87,7 +84,7 @@ TEST(CpuRefBackendTest, RewindingOverwritesLaterPositions) {
   std::vector<int32_t> seq(kPrompt.begin(), kPrompt.begin() + 4);
   seq.insert(seq.end(), other.begin(), other.end());
   ASSERT_TRUE(fresh->Forward(seq, 0, LogitsRows::kLast, &want).ok());
-  EXPECT_LE(MaxAbsDiff(out, want), 1e-5);
+  EXPECT_EQ(out, want);
 }
 
 // ---- errors ---------------------------------------------------------------------------------

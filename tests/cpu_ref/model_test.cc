@@ -101,6 +101,9 @@ TEST_F(SynthTinyTest, GreedyDecodeIsDeterministicAcrossThreadCounts) {
   EXPECT_EQ(la, lb);
 }
 
+// A prefill of T tokens and T single-token steps compute every row the same way (each output
+// element is one fixed-order sum over the same cached keys and values), so the logits are
+// identical, not just close.
 TEST_F(SynthTinyTest, PrefillMatchesStepwiseDecode) {
   ASSERT_NE(model_, nullptr);
   auto whole = Load(*model_), steps = Load(*model_);
@@ -108,14 +111,12 @@ TEST_F(SynthTinyTest, PrefillMatchesStepwiseDecode) {
   const size_t vocab = model_->graph.config.n_vocab;
   std::vector<float> all, row;
   ASSERT_TRUE(whole->Forward(seq, 0, LogitsRows::kAll, &all).ok());
+  ASSERT_EQ(all.size(), seq.size() * vocab);
   for (size_t p = 0; p < seq.size(); ++p) {
     ASSERT_TRUE(steps->Forward({seq[p]}, p, LogitsRows::kLast, &row).ok());
-    double max_diff = 0, max_abs = 0;
-    for (size_t i = 0; i < vocab; ++i) {
-      max_diff = std::max(max_diff, double(std::fabs(row[i] - all[p * vocab + i])));
-      max_abs = std::max(max_abs, double(std::fabs(all[p * vocab + i])));
-    }
-    EXPECT_LE(max_diff, 1e-5 * max_abs) << "position " << p;
+    const std::vector<float> want(all.begin() + p * vocab, all.begin() + (p + 1) * vocab);
+    EXPECT_TRUE(row == want) << "position " << p << ": max |diff| "
+                             << ::jllm::testing::MaxAbsDiff(row, want);
   }
 }
 
@@ -149,10 +150,12 @@ TEST_F(TinyCoderTest, GreedyContinuationIsDeterministicAndFinite) {
 }
 
 // int8 KV against f16 KV on a trained model, teacher-forced on the f16 greedy continuation:
-// per position, KL(p_f16 || p_int8) and top-1 agreement. The bounds are regression limits, not
-// derived: when written, 52 positions gave mean KL 3.8e-5 (max 2.1e-4) and 100% agreement; a
-// mean KL of 1e-3 is ~25x that and still far below what a broken int8 path gives (a dropped
-// scale or a wrong head row changes the distribution completely: KL of order 1).
+// per position, KL(p_f16 || p_int8) and top-1 agreement. Measured over these 52 positions: mean
+// KL 3.75e-5, max 2.1e-4, 100 % agreement; the bounds are about twice that. A broken int8 path
+// (a dropped scale, a wrong head row) changes the distribution completely (KL of order 1), but a
+// biased one is subtler: truncating instead of rounding gave mean KL 3.3e-4 and max 5.4e-3,
+// which the former bound (mean 1e-3) let through. Top-1 keeps one flip in ~20 positions for a
+// legitimate near-tie.
 TEST_F(TinyCoderTest, Int8KvStaysCloseToF16) {
   auto a = Load(*model_, 2, ir::KvDType::kF16), b = Load(*model_, 2, ir::KvDType::kInt8);
   std::vector<int32_t> seq = kFibPrompt;
@@ -171,7 +174,8 @@ TEST_F(TinyCoderTest, Int8KvStaysCloseToF16) {
   RecordProperty("kl_mean", std::to_string(d.mean_kl));
   std::printf("int8 vs f16 KV over %zu positions: mean KL %.3g, max KL %.3g, top-1 agreement %.3f\n",
               d.positions, d.mean_kl, d.max_kl, d.top1);
-  EXPECT_LE(d.mean_kl, 1e-3);
+  EXPECT_LE(d.mean_kl, 8e-5);
+  EXPECT_LE(d.max_kl, 4e-4);
   EXPECT_GE(d.top1, 0.95);
 }
 
