@@ -10,12 +10,14 @@
 //
 // int8 KV cache: a lossy change of storage. Every (position, kv head) row is rounded to 8 bits
 // with one f16 scale: a zero-mean error of at most 1/254 of the row's largest magnitude per
-// element. Measured on this prompt: max |Δlogit| 0.093, mean KL 1.8e-5 nats, top-1 100 %. The
-// bounds are about twice that. They must catch a biased int8 path such as truncating instead
-// of rounding (every element shrinks by half a step on average, and the errors add up instead
-// of cancelling): measured with that bug, max |Δlogit| 0.25 and mean KL 2.2e-4, which the old
-// bounds (0.4, 2e-4) let through or caught by 10 %. Top-1 keeps one flip in ~20 positions for a
-// legitimate near-tie; no bug seen so far flips one.
+// element. Measured on this prompt: max |Δlogit| 0.093, mean KL 1.8e-5 nats, top-1 100 %; the
+// same text tokenized differently (a planted BPE bug) gave mean KL 4.3e-5, so the KL bound sits
+// at 3x the measurement rather than 2x, and max |Δlogit| at 2x. The bounds must catch a biased
+// int8 path such as truncating instead of rounding (every element shrinks by half a step on
+// average, and the errors add up instead of cancelling): measured with that bug, max |Δlogit|
+// 0.25 and mean KL 2.2e-4 (3.7x the bound), which the old bounds (0.4, 2e-4) let through or
+// caught by 10 %. Top-1 keeps one flip in ~20 positions for a legitimate near-tie; no bug seen
+// so far flips one.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -36,7 +38,7 @@ using testing::TinyCoderPath;
 
 // int8 vs f16 KV cache: max |Δlogit|, mean KL(f16 || int8) per position, top-1 agreement.
 constexpr double kInt8MaxAbs = 0.2;
-constexpr double kInt8MeanKl = 4e-5;
+constexpr double kInt8MeanKl = 6e-5;
 constexpr double kInt8Top1 = 0.95;
 
 constexpr const char* kPrompt =

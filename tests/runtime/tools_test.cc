@@ -30,7 +30,7 @@ struct ToolRun {
 };
 
 ToolRun Tool(const std::string& binary, const std::string& args, const std::string& stdin_text = "") {
-  const std::string base = testing::TempPath(std::to_string(getpid()));
+  const std::string base = testing::TempPath("tool");
   const std::string err_path = base + ".stderr", in_path = base + ".stdin";
   WriteFile(in_path, stdin_text);
   const std::string cmd = "'" + binary + "' " + args + " <'" + in_path + "' 2>'" + err_path + "'";
