@@ -12,6 +12,7 @@
 #include <cmath>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <memory>
 #include <random>
 #include <string>
@@ -171,7 +172,11 @@ void PrintMarkdown(const std::vector<Row>& rows) {
   }
 }
 
-void PrintJson(const std::vector<Row>& rows) {
+nlohmann::json ToJson(const std::vector<Row>& rows);
+
+void PrintJson(const std::vector<Row>& rows) { std::printf("%s\n", ToJson(rows).dump(2).c_str()); }
+
+nlohmann::json ToJson(const std::vector<Row>& rows) {
   nlohmann::json out = nlohmann::json::array();
   for (const Row& r : rows) {
     nlohmann::json j;
@@ -204,7 +209,7 @@ void PrintJson(const std::vector<Row>& rows) {
     j["ceiling_fraction"] = r.Ceiling() > 0 ? r.Mean() / r.Ceiling() : 0;
     out.push_back(j);
   }
-  std::printf("%s\n", out.dump(2).c_str());
+  return out;
 }
 
 }  // namespace
@@ -214,7 +219,7 @@ int main(int argc, char** argv) {
                "of the bandwidth ceiling."};
   std::vector<std::string> plans;
   std::string prompt_list = "512", gen_list = "128", depth_list = "0", passes_list, format = "md";
-  std::string backend_name = "auto";
+  std::string backend_name = "auto", json_path;
   int reps = 5;
   int64_t chunk = 512;
   uint64_t seed = 42;
@@ -234,6 +239,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("-o,--output", format, "md or json")->check(CLI::IsMember({"md", "json"}))->capture_default_str();
   app.add_option("--seed", seed, "seed of the random token ids")->capture_default_str();
+  app.add_option("--json-out", json_path, "also write the JSON rows to FILE");
   CLI11_PARSE(app, argc, argv);
 
   auto prompts = ParseList(prompt_list, "-p");
@@ -326,6 +332,11 @@ int main(int argc, char** argv) {
     PrintJson(rows);
   } else {
     PrintMarkdown(rows);
+  }
+  if (!json_path.empty()) {
+    std::ofstream f(json_path, std::ios::trunc);
+    f << ToJson(rows).dump(2) << "\n";
+    if (!f) return Fail(absl::DataLossError(json_path + ": write failed"));
   }
   return 0;
 }

@@ -5,9 +5,11 @@
 //   jllm-run plan.bin --prompt-ids ids.txt -n 8 --temp 0 --dump-logits logits.f32
 //   jllm-run plan.bin -p "..." --validate -n 32     cpu_ref and cuda in lockstep
 //   jllm-run plan.bin -p "..." --profile            where a prefill chunk's and a decode step's time goes
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -265,6 +267,7 @@ int main(int argc, char** argv) {
     if (!ids.ok()) return Fail(ids.status());
     return Validate(*plan, plan_path, model_override, *ids, n_predict < 0 ? 16 : n_predict, so, sess_opts);
   }
+  const auto load_start = std::chrono::steady_clock::now();
   jllm::runtime::BackendRequest backend_request;
   backend_request.name = backend_name;
   backend_request.plan = &*plan;
@@ -279,6 +282,13 @@ int main(int argc, char** argv) {
                std::string(s.backend().name()).c_str(), (long long)s.context_size(),
                (unsigned long long)so.seed);
   if (const std::string d = s.backend().Describe(); !d.empty()) std::fprintf(stderr, "jllm-run: %s\n", d.c_str());
+  {
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);  // ru_maxrss: KiB on Linux
+    std::fprintf(stderr, "jllm-run: loaded in %.2f s; peak host memory so far %.0f MiB\n",
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count(),
+                 usage.ru_maxrss / 1024.0);
+  }
   if (profile) {
     absl::StatusOr<std::vector<int32_t>> ids =
         prompt_ids_path.empty() ? s.Tokenize(prompt) : ReadPromptIds(prompt_ids_path);

@@ -10,6 +10,8 @@
 
 #include "backends/cpu_ref/cpu_ref_backend.h"
 #include "backends/cuda/exec/cuda_backend.h"
+#include "backends/cuda/exec/graph_runner.h"
+#include "backends/cuda/exec/memory_plan.h"
 #include "frontends/gguf/gguf_file.h"
 #include "frontends/gguf/qwen3_graph.h"
 #include "frontends/gguf/synth_model.h"
@@ -131,6 +133,47 @@ TEST(EmuModelSessionTest, GeneratesCpuRefsTokensGreedyAndSeeded) {
 
 INSTANTIATE_TEST_SUITE_P(Passes, EmuModelTest, ::testing::Values(true, false),
                          [](const ::testing::TestParamInfo<bool>& i) { return i.param ? "DefaultPasses" : "NoFusion"; });
+
+}  // namespace
+}  // namespace jllm::cuda::emu
+
+namespace jllm::cuda::emu {
+namespace {
+
+// A context that does not fit is refused before anything is allocated, with the numbers and
+// the context that would fit; the default context comes from the memory free.
+TEST(EmuMemoryPlan, ContextThatDoesNotFitIsRefusedWithWhatWouldFit) {
+  const ir::Graph graph = Lowered(true);
+  BlobWeightSource weights(Blob());
+  auto plan_backend = EmulatedCuda();
+  auto lowered = LowerGraph(graph);
+  ASSERT_TRUE(lowered.ok());
+  auto small = PlanMemory(graph, *lowered, 1024, 16);
+  ASSERT_TRUE(small.ok());
+  // A device with room for a 1024-position plan (plus the reserve) but not for 4096.
+  EmuOptions o;
+  o.memory_bytes = small->total_bytes() + RunnerOptions{}.reserve_bytes + 4096;
+  auto device = std::make_unique<EmuDevice>(o);
+  EmuDevice* raw = device.get();
+  auto backend = CreateCudaBackendOn(std::move(device), {});
+  BackendOptions bo;
+  bo.max_context = 4096;
+  bo.max_step_tokens = 16;
+  const absl::Status st = backend->Load(graph, weights, bo);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted);
+  const std::string msg(st.message());
+  EXPECT_NE(msg.find("does not fit"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("KV cache"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("-c 10"), std::string::npos) << msg;  // a context of ~1024 fits
+  EXPECT_EQ(raw->launches(), 0);
+  auto fits = backend->DefaultContext(graph, bo);
+  ASSERT_TRUE(fits.ok());
+  EXPECT_GE(*fits, 1024);
+  EXPECT_LT(*fits, 4096);
+  bo.max_context = *fits;
+  EXPECT_TRUE(backend->Load(graph, weights, bo).ok());
+}
 
 }  // namespace
 }  // namespace jllm::cuda::emu

@@ -1,5 +1,6 @@
 #include "backends/cuda/cudart/cudart_device.h"
 
+#include <atomic>
 #include <chrono>
 #include <thread>
 
@@ -79,6 +80,25 @@ absl::Status CudartDevice::CopyToHost(void* dst, const void* src, size_t bytes) 
 
 absl::Status CudartDevice::Fill(void* dst, uint8_t value, size_t bytes) {
   return CudaStatus(cudaMemsetAsync(dst, value, bytes, stream_), "filling device memory");
+}
+
+absl::Status CudartDevice::Prepare(absl::Span<const KernelSpec> specs) {
+  if (!cache_.enabled() || specs.size() < 2) return absl::OkStatus();
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i = next++; i < specs.size(); i = next++) {
+      NvrtcOptions options;
+      options.arch = props_.arch;
+      options.defines = specs[i].DefineList();
+      bool hit = false;
+      if (cache_.GetOrCompile(specs[i].source, options, &hit).ok() && !hit) ++compiled_;
+    }
+  };
+  std::vector<std::thread> threads;
+  const unsigned n = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), 16));
+  for (unsigned t = 0; t < n; ++t) threads.emplace_back(worker);
+  for (auto& t : threads) t.join();
+  return absl::OkStatus();
 }
 
 absl::StatusOr<KernelHandle> CudartDevice::LoadKernel(const KernelSpec& spec, std::string_view cubin) {

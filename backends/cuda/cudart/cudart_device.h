@@ -4,6 +4,7 @@
 // that never finishes is an error, not a hang.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,6 +33,7 @@ class CudartDevice : public DeviceApi {
   absl::Status CopyToDevice(void* dst, const void* src, size_t bytes) override;
   absl::Status CopyToHost(void* dst, const void* src, size_t bytes) override;
   absl::Status Fill(void* dst, uint8_t value, size_t bytes) override;
+  absl::Status Prepare(absl::Span<const KernelSpec> specs) override;
   absl::StatusOr<KernelHandle> LoadKernel(const KernelSpec& spec, std::string_view cubin) override;
   absl::StatusOr<int> MaxActiveBlocksPerSm(KernelHandle k, int threads, size_t dynamic_smem) override;
   absl::Status Launch(KernelHandle k, Dim3 grid, Dim3 block, size_t dynamic_smem, const void* args,
@@ -63,7 +65,8 @@ class CudartDevice : public DeviceApi {
   std::vector<cudaGraphExec_t> graphs_;
   std::vector<cudaEvent_t> events_;
   cudaEvent_t sync_event_ = nullptr;
-  int compiled_ = 0, from_plan_ = 0;
+  std::atomic<int> compiled_{0};
+  int from_plan_ = 0;
 };
 
 }  // namespace jllm::cuda

@@ -77,6 +77,11 @@ void* GraphRunner::Alloc(size_t bytes, std::string_view what, absl::Status* stat
 }
 
 absl::Status GraphRunner::LoadKernels() {
+  std::vector<KernelSpec> to_compile;
+  for (const KernelSpec& spec : lowered_.specs) {
+    if (options_.cubins == nullptr || options_.cubins->count(spec.ModuleKey()) == 0) to_compile.push_back(spec);
+  }
+  RETURN_IF_ERROR(device_.Prepare(to_compile));
   for (const KernelSpec& spec : lowered_.specs) {
     std::string_view cubin;
     if (options_.cubins != nullptr) {
