@@ -30,11 +30,15 @@ wanted() {  # wanted STEP: run it unless a step list was given without it
   for s in "${only[@]}"; do [ "$s" = "$1" ] && return 0; done
   return 1
 }
-step() {  # step NAME TIMEOUT_S COMMAND...
+step() {  # step NAME TIMEOUT_S COMMAND... (a shell function runs in a subshell with a deadline)
   local name=$1 limit=$2
   shift 2
   wanted "$name" || return 0
-  run_step "$name" timeout --kill-after=10 "$limit" "$@"
+  if declare -F "$1" > /dev/null; then
+    run_step "$name" timeout --kill-after=10 "$limit" bash -c "$(declare -f); $(declare -p bin work out root presets mode 2>/dev/null); $*"
+  else
+    run_step "$name" timeout --kill-after=10 "$limit" "$@"
+  fi
 }
 
 unpack() {
@@ -49,7 +53,19 @@ bin=$work/bin
 export JLLM_TINY_CODER=$work/models/tiny-coder-q8_0.gguf
 
 step nvidia-smi 30 nvidia-smi
-step gpu-op-table 600 "$bin/cuda_gpu_test" --gtest_filter='AllOps/*:GpuSampleKernel.*' --gtest_brief=1
+op_table() {  # 8 shards at once: each case compiles its own kernels
+  local i rc=0 pids=()
+  for i in 0 1 2 3 4 5 6 7; do
+    GTEST_TOTAL_SHARDS=8 GTEST_SHARD_INDEX=$i "$bin/cuda_gpu_test" --gtest_filter='AllOps/*:GpuSampleKernel.*' \
+      --gtest_brief=1 > "$work/op-table-$i.txt" 2>&1 &
+    pids+=($!)
+  done
+  for i in "${!pids[@]}"; do wait "${pids[$i]}" || rc=1; done
+  cat "$work"/op-table-*.txt
+  grep -h "PASSED\|FAILED\|SKIPPED" "$work"/op-table-*.txt | sort | uniq -c
+  return $rc
+}
+step gpu-op-table 600 op_table
 gpu_faults() {  # each in its own process: a faulted context stays broken
   local rc=0 t
   for t in GpuFault.IllegalAddressIsAnErrorNamingTheStep GpuFault.NvrtcFailureNamesTheSpec \
