@@ -28,12 +28,11 @@
 
 namespace jllm::runtime {
 
-inline constexpr int64_t kDefaultContext = 4096;
 
 struct SessionOptions {
-  int64_t context = 0;          // KV cache positions; 0: min(model's context, kDefaultContext)
+  int64_t context = 0;          // KV cache positions; 0: the backend's DefaultContext
   int n_threads = 0;            // backend CPU threads (0: all cores)
-  int64_t prefill_chunk = 512;  // prompt tokens per forward pass (bounds prefill memory)
+  int64_t prefill_chunk = 512;  // prompt tokens per backend step (bounds prefill memory)
 };
 
 enum class StopReason {
@@ -112,10 +111,21 @@ class Session {
   // Forgets the cached context (the next Generate prefills from position 0).
   void ClearCache() { cached_.clear(); }
 
+  // --profile: where the time of a prefill of `prompt` (its first chunk) and of the decode step
+  // after it goes, by kernel. Leaves the cache holding the profiled positions.
+  struct StepProfile {
+    int64_t tokens = 0;    // in the step
+    int64_t position = 0;  // of its first token
+    double wall_seconds = 0;
+    std::vector<KernelTiming> kernels;
+  };
+  absl::StatusOr<std::vector<StepProfile>> Profile(absl::Span<const int32_t> prompt);
+
  private:
   Session() = default;
-  absl::Status Prefill(absl::Span<const int32_t> tokens, const GenerateOptions& options,
-                       std::vector<float>* last_row);
+  // Runs the tokens after the cached ones in chunks; returns the token sampled from the last.
+  absl::StatusOr<int32_t> Prefill(absl::Span<const int32_t> tokens, const GenerateOptions& options,
+                                  const SamplerOptions& sampling);
 
   ir::ModelConfig config_;
   int64_t context_ = 0;

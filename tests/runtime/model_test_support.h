@@ -42,3 +42,6 @@ inline std::unique_ptr<TinyCoder> OpenTinyCoder() {
 }
 
 }  // namespace jllm::runtime::testing
+
+// The name tests/cuda uses; the same rule (skip, or fail under JLLM_REQUIRE_ORACLES=1).
+#define JLLM_SKIP_WITHOUT_TINY_CODER() JLLM_REQUIRE_TINY_CODER()

@@ -36,8 +36,12 @@ inline std::string RepoTestData(std::string_view name) {
   return std::string(JLLM_SOURCE_DIR) + "/tests/data/" + std::string(name);
 }
 
-// The trained tiny-coder model (../shared/models/README.md).
-inline std::string TinyCoderPath() { return SharedDir() + "/models/tiny-coder-q8_0.gguf"; }
+// The trained tiny-coder model (../shared/models/README.md); $JLLM_TINY_CODER overrides the
+// path (the GPU machine gets the model carried elsewhere: scripts/gpu-check.sh).
+inline std::string TinyCoderPath() {
+  if (const char* path = std::getenv("JLLM_TINY_CODER"); path != nullptr && *path != '\0') return path;
+  return SharedDir() + "/models/tiny-coder-q8_0.gguf";
+}
 
 // The Qwen3 tokenizer folder (tokenizer.json, tokenizer_config.json): ../shared/qwen3, else the
 // copy scripts/setup.sh fetches into .deps/. Empty if neither exists.
