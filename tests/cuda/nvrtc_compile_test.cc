@@ -17,6 +17,7 @@
 #include "backends/cuda/lowering/lowering.h"
 #include "frontends/gguf/gguf_file.h"
 #include "tests/cuda/preset_graph.h"
+#include "tests/support/test_data.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -114,7 +115,7 @@ TEST(Nvrtc, EveryKernelSpecOfTheReferenceModelsCompilesForEveryTarget) {
     ASSERT_TRUE(g.ok()) << preset << ": " << g.status();
     add(*g, preset);
   }
-  const std::string coder = std::string(JLLM_SOURCE_DIR) + "/../shared/models/tiny-coder-q8_0.gguf";
+  const std::string coder = ::jllm::testing::TinyCoderPath();
   if (std::filesystem::exists(coder)) {
     auto file = gguf::GgufFile::Open(coder);
     ASSERT_TRUE(file.ok()) << file.status();
@@ -122,6 +123,8 @@ TEST(Nvrtc, EveryKernelSpecOfTheReferenceModelsCompilesForEveryTarget) {
     ASSERT_TRUE(g.ok()) << g.status();
     ASSERT_TRUE(passes::RunPipeline(*g, passes::DefaultPipelineConfig()).ok());
     add(*g, "tiny-coder");
+  } else if (::jllm::testing::TestDataRequired()) {
+    ADD_FAILURE() << coder << " is absent: under JLLM_REQUIRE_ORACLES=1 its specs must be in this run";
   } else {
     std::cout << "tiny-coder not found at " << coder << "; its specs are not in this run\n";
   }
