@@ -19,8 +19,8 @@
 // roundings of K or V (measured 9.1e-5, bound 1e-3). A wrong dequantization, scale or op moves
 // whole logits, i.e. a relative error of order 1e-1 and more.
 //
-// Until the reference is checked in (kReferenceCheckedIn), its absence is a skip everywhere;
-// from then on it is a failure under JLLM_REQUIRE_ORACLES=1, as for every other oracle.
+// tests/oracle_cpu/CMakeLists.txt builds this file only where the reference is checked in, so
+// here its absence is a plain failure.
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -48,8 +48,6 @@ namespace {
 using ::jllm::testing::CompilePlan;
 using ::jllm::testing::NoPasses;
 
-// Set to true in the commit that adds tests/data/synth_tiny_q4_k_m_reference.json.
-constexpr bool kReferenceCheckedIn = false;
 constexpr double kF32KvBound = 1e-4;
 constexpr double kF16KvBound = 1e-3;
 constexpr size_t kMinGreedyTokens = 8;  // make_synth_reference.py's MIN_TOKENS
@@ -92,13 +90,9 @@ passes::PipelineConfig WithF32Kv(passes::PipelineConfig c) {
 class SynthReferenceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const bool present = std::filesystem::exists(ReferencePath());
-    if (!kReferenceCheckedIn && !present) {
-      GTEST_SKIP() << ReferencePath() << " is not made yet: run scripts/oracle-check.sh on the GPU "
-                   << "machine (docs/VALIDATION.md) and check it in";
-    }
-    JLLM_REQUIRE_TEST_DATA(present, ReferencePath() << " is absent (docs/VALIDATION.md says how "
-                                                       "tests/oracle/make_synth_reference.py makes it)");
+    ASSERT_TRUE(std::filesystem::exists(ReferencePath()))
+        << ReferencePath() << " is absent (docs/VALIDATION.md says how "
+        << "tests/oracle/make_synth_reference.py makes it)";
     ref_ = nlohmann::json::parse(::jllm::testing::ReadFile(ReferencePath()), nullptr, false);
     ASSERT_FALSE(ref_.is_discarded()) << ReferencePath() << " is not valid JSON";
     ASSERT_EQ(ref_.value("format", 0), 1);
