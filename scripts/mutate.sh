@@ -7,9 +7,10 @@
 #
 # Run on demand, not in CI: each mutation costs a rebuild of its dependents plus the cpu suite
 # (a few minutes on two cores). The main build stays untouched: the copy and its build live in
-# $JLLM_MUTATE_DIR (default build-mutate/, which .gitignore covers); CUDA is off there (the
-# CUDA mutations need the GPU machine's emulation, see the list). Results: a markdown table on
-# stdout and in $JLLM_MUTATE_DIR/results.md, each mutation's test log in $JLLM_MUTATE_DIR/logs/.
+# $JLLM_MUTATE_DIR (default build-mutate/, which .gitignore covers); CUDA is off there (a CUDA
+# kernel mutation is caught by the CPU emulation's cpu tests, which need no toolkit). Results:
+# a markdown table on stdout and in $JLLM_MUTATE_DIR/results.md, each mutation's test log in
+# $JLLM_MUTATE_DIR/logs/.
 # Exit status 1 if any mutation survived (or did not apply or build).
 #
 # A list line is `name | file | from ==> to`: `from` must occur exactly once in `file` (a
@@ -25,7 +26,7 @@ while (($#)); do
     --only) only=$2; shift 2 ;;
     --tests) tests=$2; shift 2 ;;
     --list) list=$2; shift 2 ;;
-    -h|--help) sed -n '2,17p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    -h|--help) sed -n '2,18p' "${BASH_SOURCE[0]}"; exit 0 ;;
     *) echo "mutate: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
