@@ -7,9 +7,7 @@
 #include <thread>
 #include <vector>
 #include <cstring>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 #include <string>
 
 #include "backends/cuda/nvrtc/kernel_sources.h"
@@ -17,6 +15,7 @@
 #include "backends/cuda/lowering/lowering.h"
 #include "frontends/gguf/gguf_file.h"
 #include "tests/cuda/preset_graph.h"
+#include "tests/support/temp_files.h"
 #include "tests/support/test_data.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -26,12 +25,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
-}
+using ::jllm::testing::ReadFile;
 
 // e_machine of an ELF image (offset 18, little-endian u16); EM_CUDA is 190.
 uint16_t ElfMachine(const std::string& image) {
