@@ -116,6 +116,10 @@ absl::Status Session::Prefill(absl::Span<const int32_t> tokens, const GenerateOp
         options.on_logits(chunk[i], absl::MakeConstSpan(logits_).subspan(i * n_vocab, n_vocab));
       }
     }
+    if (options.on_prefill) {
+      options.on_prefill(static_cast<int64_t>(begin + chunk.size()),
+                         static_cast<int64_t>(tokens.size()));
+    }
   }
   last_row->assign(logits_.end() - n_vocab, logits_.end());
   return absl::OkStatus();
