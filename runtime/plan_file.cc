@@ -244,19 +244,27 @@ absl::StatusOr<Plan> DeserializePlan(std::string_view bytes, const std::string& 
       {kTokenizerTag, &ReadTokenizerSection},
       {kWeightsTag, &ReadWeights},
   };
+  // Past the checksum, a structure that does not hold is corruption by a writer, not bad
+  // input from the user: DataLoss, whichever check finds it.
+  const auto corrupt = [&source](const absl::Status& st) {
+    return absl::DataLossError(absl::StrCat(st.message(), ". ", Recompile(source)));
+  };
   for (const auto& [tag, read] : sections) {
-    ASSIGN_OR_RETURN(auto tag_bytes, r.Bytes(4, "section tag"));
+    auto tag_read = r.Bytes(4, "section tag");
+    if (!tag_read.ok()) return corrupt(tag_read.status());
+    const auto tag_bytes = *tag_read;
     const absl::string_view got(reinterpret_cast<const char*>(tag_bytes.data()), 4);
     if (got != tag) {
       return absl::DataLossError(absl::StrCat(source, ": expected section ", tag, ", found '",
                                               absl::CHexEscape(got), "'. ", Recompile(source)));
     }
-    ASSIGN_OR_RETURN(uint64_t size, r.U64("section size"));
-    ASSIGN_OR_RETURN(auto body, r.Bytes(size, absl::StrCat("section ", tag)));
+    auto size = r.U64("section size");
+    if (!size.ok()) return corrupt(size.status());
+    auto body_read = r.Bytes(*size, absl::StrCat("section ", tag));
+    if (!body_read.ok()) return corrupt(body_read.status());
+    const auto body = *body_read;
     ir::ByteReader sr(body, absl::StrCat(source, " section ", tag));
-    if (absl::Status st = read(sr, plan); !st.ok()) {
-      return absl::DataLossError(absl::StrCat(st.message(), ". ", Recompile(source)));
-    }
+    if (absl::Status st = read(sr, plan); !st.ok()) return corrupt(st);
     if (!sr.at_end()) {
       return absl::DataLossError(absl::StrCat(source, ": section ", tag, " has ", sr.remaining(),
                                               " unread bytes. ", Recompile(source)));

@@ -19,9 +19,10 @@ std::string HumanBytes(double b) {
   return u == 0 ? absl::StrFormat("%.0f %s", b, units[u]) : absl::StrFormat("%.2f %s", b, units[u]);
 }
 
-Progress::Progress(std::string what, Unit unit)
+Progress::Progress(std::string what, Unit unit, double quiet_seconds)
     : what_(std::move(what)),
       unit_(unit),
+      quiet_seconds_(quiet_seconds),
       enabled_(::isatty(STDERR_FILENO) == 1),
       start_(std::chrono::steady_clock::now()) {}
 
@@ -33,7 +34,7 @@ void Progress::Update(uint64_t done, uint64_t total) {
   const auto since = [&](std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double>(now - t).count();
   };
-  if (!drawn_ && since(start_) < kQuietSeconds) return;
+  if (!drawn_ && since(start_) < quiet_seconds_) return;
   if (drawn_ && done < total && since(last_) < kRedrawSeconds) return;
   last_ = now;
   const double pct = total > 0 ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 100.0;

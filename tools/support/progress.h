@@ -17,14 +17,15 @@ std::string HumanBytes(double bytes);
 class Progress {
  public:
   enum class Unit { kBytes, kTokens };
-  // `what` says what is being done ("writing", "prefill").
-  Progress(std::string what, Unit unit);
+  // `what` says what is being done ("writing", "prefill"); nothing is drawn in the first
+  // `quiet_seconds`, so short work stays silent.
+  Progress(std::string what, Unit unit, double quiet_seconds = kQuietSeconds);
   ~Progress();  // ends the line if one was drawn
   Progress(const Progress&) = delete;
   Progress& operator=(const Progress&) = delete;
 
-  // Draws nothing in the first kQuietSeconds (short work stays silent), then redraws at most
-  // every kRedrawSeconds; done == total draws the last state and ends the line.
+  // Draws nothing in the quiet period, then redraws at most every kRedrawSeconds; done == total
+  // draws the last state and ends the line.
   void Update(uint64_t done, uint64_t total);
   void Finish();
   bool enabled() const { return enabled_; }
@@ -35,6 +36,7 @@ class Progress {
  private:
   std::string what_;
   Unit unit_;
+  double quiet_seconds_;
   bool enabled_;
   bool drawn_ = false;
   std::chrono::steady_clock::time_point start_;

@@ -12,7 +12,13 @@ namespace jllm::tools {
 namespace {
 
 std::string_view g_name = "jllm";
-int g_stdout_errno = 0;  // the first error writing standard output
+bool g_stdout_failed = false;
+int g_stdout_errno = 0;  // why the first write to standard output failed, if known
+
+void StdoutFailed(int err) {
+  if (!g_stdout_failed) g_stdout_errno = err;
+  g_stdout_failed = true;
+}
 
 // Control bytes as \xNN (tab and newline kept), everything else as is, so that a message never
 // stops at a NUL and never moves the cursor about.
@@ -66,26 +72,29 @@ bool WriteStdout(std::string_view bytes) {
   errno = 0;
   if (std::fwrite(bytes.data(), 1, bytes.size(), stdout) != bytes.size() ||
       std::fflush(stdout) != 0) {
-    if (g_stdout_errno == 0) g_stdout_errno = errno != 0 ? errno : EIO;
+    StdoutFailed(errno);
     return false;
   }
   return StdoutOk();
 }
 
-bool StdoutOk() { return g_stdout_errno == 0 && !std::ferror(stdout) && !std::cout.bad(); }
+bool StdoutOk() { return !g_stdout_failed && !std::ferror(stdout) && !std::cout.bad(); }
 
 int RunTool(std::string_view name, int argc, char** argv, int (*main)(int, char**)) {
   g_name = name;
   ::signal(SIGPIPE, SIG_IGN);
   int rc = main(argc, argv);
-  std::cout.flush();
+  // The first failing flush says why (EPIPE, ENOSPC); a failure seen earlier inside printf
+  // left only the stream's error flag, so the reason may be unknown.
   errno = 0;
-  const bool flushed = std::fflush(stdout) == 0;
-  if (g_stdout_errno == 0 && !flushed) g_stdout_errno = errno != 0 ? errno : EIO;
+  std::cout.flush();
+  int err = errno;
+  if (std::fflush(stdout) != 0 && err == 0) err = errno;
   const bool ok = StdoutOk();
+  if (!ok) StdoutFailed(err);
   errno = 0;
   const bool closed = std::fclose(stdout) == 0;
-  if (g_stdout_errno == 0 && !closed) g_stdout_errno = errno != 0 ? errno : EIO;
+  if (!closed) StdoutFailed(errno);
   if ((!ok || !closed) && rc == 0) {
     PrintError(std::string("writing standard output failed") +
                (g_stdout_errno != 0 ? std::string(": ") + std::strerror(g_stdout_errno) : "") +
