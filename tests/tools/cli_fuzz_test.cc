@@ -106,7 +106,8 @@ class CliFuzzTest : public ToolsFixture {
 
   struct Drawn {
     std::vector<std::string> args;
-    std::set<std::string> outputs;  // fixture names given as outputs (symlinks resolved)
+    std::set<size_t> output_args;   // indices of args that are values of output flags
+    std::set<std::string> outputs;  // fixture names those may write (symlinks resolved, FILE.json)
   };
 
   // One command line: the base, with a few flags replaced or added, and now and then the first
@@ -116,8 +117,12 @@ class CliFuzzTest : public ToolsFixture {
     std::vector<std::string> args = spec.base;
     const size_t n_flags = 1 + pick(3);
     std::vector<std::string> chosen;
+    // Outputs are where data is lost: every other case draws the output flag first.
+    const auto output = std::find_if(spec.flags.begin(), spec.flags.end(),
+                                     [](const Flag& f) { return f.output; });
+    const bool output_first = output != spec.flags.end() && pick(2) == 0;
     for (size_t k = 0; k < n_flags; ++k) {
-      const Flag& f = spec.flags[pick(spec.flags.size())];
+      const Flag& f = k == 0 && output_first ? *output : spec.flags[pick(spec.flags.size())];
       bool clash = false;
       for (const auto& [a, b] : spec.apart) {
         for (const std::string& c : chosen) clash |= (c == a && f.name == b) || (c == b && f.name == a);
@@ -146,6 +151,7 @@ class CliFuzzTest : public ToolsFixture {
       const bool out_flag = i > 0 && std::any_of(spec.flags.begin(), spec.flags.end(), [&](const Flag& f) {
                               return f.output && f.name == args[i - 1];
                             });
+      if (out_flag) d.output_args.insert(i);
       if (out_flag && args[i].starts_with("@")) {
         const std::string name = args[i].substr(1) == "link.gguf" ? "m.gguf" : args[i].substr(1);
         d.outputs.insert(name);
@@ -159,12 +165,15 @@ class CliFuzzTest : public ToolsFixture {
 
   // The fixture files a command reads: those it names, the GGUF behind a plan or the symlink,
   // the files of a checkpoint folder it names.
-  std::set<std::string> InputsOf(const std::vector<std::string>& args,
-                                 const std::set<std::string>& outputs) const {
+  std::set<std::string> InputsOf(const Drawn& d) const {
     std::set<std::string> in;
+    std::vector<std::string> args;
+    for (size_t i = 0; i < d.args.size(); ++i) {
+      if (!d.output_args.contains(i)) args.push_back(d.args[i]);
+    }
     for (const auto& [name, state] : baseline_) {
       for (const std::string& a : args) {
-        if (a == P(name) && !outputs.contains(name)) in.insert(name);
+        if (a == P(name)) in.insert(name);
       }
     }
     if (in.contains("m.plan") || in.contains("link.gguf")) in.insert("m.gguf");
@@ -179,7 +188,7 @@ class CliFuzzTest : public ToolsFixture {
   // Inputs must be exactly as they were. A non-input named as an output may have been
   // replaced: it is put back for the next case.
   void CheckAndRestore(const Drawn& d, const std::string& shown) {
-    const std::set<std::string> inputs = InputsOf(d.args, d.outputs);
+    const std::set<std::string> inputs = InputsOf(d);
     for (auto& [name, state] : baseline_) {
       const FileState now = StateOf(P(name));
       if (now == state) continue;
@@ -215,7 +224,8 @@ class CliFuzzTest : public ToolsFixture {
       }
       CheckAndRestore(d, shown);
       for (const std::string& name : NewNames()) {
-        EXPECT_TRUE(name.starts_with("out.") && name.find(".tmp.") == std::string::npos)
+        EXPECT_TRUE((name.starts_with("out.") || d.outputs.contains(name)) &&
+                    name.find(".tmp.") == std::string::npos)
             << "left behind: " << name;
       }
       RemoveNewNames();
