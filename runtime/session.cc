@@ -55,7 +55,15 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(const ir::Graph& graph,
     return absl::InvalidArgumentError(
         absl::StrCat("context size must be positive, not ", options.context));
   }
-  s->context_ = options.context > 0 ? options.context : std::min(model_ctx, kDefaultContext);
+  s->prefill_chunk_ = std::max<int64_t>(1, options.prefill_chunk);
+  BackendOptions bo;
+  bo.n_threads = options.n_threads;
+  bo.max_step_tokens = s->prefill_chunk_;
+  if (options.context > 0) {
+    s->context_ = options.context;
+  } else {
+    ASSIGN_OR_RETURN(s->context_, backend->DefaultContext(graph, bo));
+  }
   if (s->context_ <= 0) {
     return absl::InvalidArgumentError("the model does not say its context length; pass one");
   }
@@ -64,7 +72,6 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(const ir::Graph& graph,
                                                    " exceeds the model's maximum context ",
                                                    model_ctx, "; pass a smaller one"));
   }
-  s->prefill_chunk_ = std::max<int64_t>(1, options.prefill_chunk);
   ASSIGN_OR_RETURN(s->tokenizer_, Tokenizer::Create(tokenizer));
   if (s->tokenizer_->n_vocab() != graph.config.n_vocab) {
     return absl::InvalidArgumentError(absl::StrCat("the tokenizer has ", s->tokenizer_->n_vocab(),
@@ -73,10 +80,7 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(const ir::Graph& graph,
   }
   s->weights_ = std::move(weights);
   s->backend_ = std::move(backend);
-  BackendOptions bo;
   bo.max_context = s->context_;
-  bo.n_threads = options.n_threads;
-  bo.max_step_tokens = s->prefill_chunk_;
   RETURN_IF_ERROR(s->backend_->Load(graph, *s->weights_, bo));
   return s;
 }

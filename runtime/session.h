@@ -28,10 +28,9 @@
 
 namespace jllm::runtime {
 
-inline constexpr int64_t kDefaultContext = 4096;
 
 struct SessionOptions {
-  int64_t context = 0;          // KV cache positions; 0: min(model's context, kDefaultContext)
+  int64_t context = 0;          // KV cache positions; 0: the backend's DefaultContext
   int n_threads = 0;            // backend CPU threads (0: all cores)
   int64_t prefill_chunk = 512;  // prompt tokens per backend step (bounds prefill memory)
 };

@@ -55,6 +55,11 @@ inline ToolResult RunTool(const std::string& binary, const std::vector<std::stri
     r.err = std::string("pipe: ") + std::strerror(errno);
     return r;
   }
+  if (options.stdout_reader_closed) {
+    // Closed before the child exists, so no write of its can ever find a reader.
+    close(out[0]);
+    out[0] = -1;
+  }
   const pid_t pid = fork();
   if (pid == 0) {
     dup2(in[0], 0);
@@ -67,10 +72,6 @@ inline ToolResult RunTool(const std::string& binary, const std::vector<std::stri
   close(in[0]);
   close(out[1]);
   close(err[1]);
-  if (options.stdout_reader_closed) {
-    close(out[0]);
-    out[0] = -1;
-  }
   // Feed stdin and drain stdout/stderr together, so neither side blocks on a full pipe.
   size_t fed = 0;
   int in_fd = in[1];

@@ -115,8 +115,8 @@ struct SampleArgs {
   unsigned* stamps;              // [V]: penalty dedupe stamps (zero at allocation)
   const int* ctx_tokens;         // the context, by position
   const void* params;            // a jllm::SamplingParams (backends/sampling_params.h)
-  StepState* state;              // reads pos (the next position); writes token, advances pos
-  int* token_out;                // also written here (host-visible copy source)
+  StepState* state;              // reads pos (of the token whose logits these are); writes the
+                                 // sampled token and advances pos to it
 };
 
 }  // namespace jllm::cuda

@@ -301,8 +301,8 @@ class Lowerer {
                                                    Sv(GgmlTypeName(table.type)), ", rows of ",
                                                    table.dim(0), ") is not readable here"));
     }
+    // Without %pos (a bare op graph) the context record the sampler reads is not kept.
     const std::optional<ir::ValueId> pos = g_.FindValue(ir::kPositionsInput);
-    if (!pos) return absl::InvalidArgumentError("the CUDA backend needs the %pos input");
     const int64_t e = table.dim(0);
     KernelSpec s = Base("embed.cu", "embed",
                         absl::StrCat("embed ", Sv(GgmlTypeName(table.type)), " ", e, "x", table.dim(1)),
@@ -314,8 +314,8 @@ class Lowerer {
     Launch l;
     l.kind = LaunchKind::kEmbed;
     l.spec = Add(std::move(s));
-    l.ops = {Operand::Value(n.inputs[0]), Operand::Value(*pos), Operand::Weight(n.weights[0]),
-             Operand::Value(n.outputs[0])};
+    l.ops = {Operand::Value(n.inputs[0]), pos ? Operand::Value(*pos) : Operand::None(),
+             Operand::Weight(n.weights[0]), Operand::Value(n.outputs[0])};
     nl.decode.push_back(l);
     nl.prefill.push_back(l);
     return absl::OkStatus();
@@ -355,12 +355,11 @@ class Lowerer {
   absl::Status LowerHeadOp(const ir::Node& n, NodeLowering& nl) {
     std::vector<Operand> ops(slot::kHeadCount, Operand::None());
     const std::optional<ir::ValueId> pos = g_.FindValue(ir::kPositionsInput);
-    if (!pos) return absl::InvalidArgumentError("the CUDA backend needs the %pos input");
     Launch l;
     switch (n.op) {
       case OpKind::kHeadRmsNorm: {
         const auto& a = n.attrs_as<ir::HeadRmsNormAttrs>();
-        ops[slot::kHeadPos] = Operand::Value(*pos);
+        ops[slot::kHeadPos] = pos ? Operand::Value(*pos) : Operand::None();  // unused: no RoPE
         ops[slot::kHeadXq] = Operand::Value(n.inputs[0]);
         ops[slot::kHeadQGamma] = Operand::Weight(n.weights[0]);
         ops[slot::kHeadYq] = Operand::Value(n.outputs[0]);

@@ -1,0 +1,83 @@
+#include "backends/cuda/exec/cuda_backend.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "backends/cuda/exec/graph_runner.h"
+#include "backends/cuda/exec/memory_plan.h"
+#include "ir/status.h"
+
+namespace jllm::cuda {
+namespace {
+
+class CudaBackend : public Backend {
+ public:
+  CudaBackend(std::unique_ptr<DeviceApi> device, CudaBackendOptions options)
+      : device_(std::move(device)), options_(std::move(options)) {}
+
+  std::string_view name() const override { return "cuda"; }
+
+  absl::Status Load(const ir::Graph& graph, const WeightSource& weights,
+                    const BackendOptions& options) override {
+    runner_.reset();
+    RunnerOptions ro;
+    ro.max_context = options.max_context;
+    ro.max_step_tokens = options.max_step_tokens;
+    ro.debug_sync = options_.debug_sync;
+    ro.cubins = &options_.cubins;
+    ASSIGN_OR_RETURN(runner_, GraphRunner::Create(graph, *device_, weights, ro));
+    return absl::OkStatus();
+  }
+
+  std::string Describe() const override {
+    const DeviceProperties& p = device_->properties();
+    std::string out = absl::StrFormat("%s (%s, %d SMs)", p.name, p.arch, p.sm_count);
+    if (runner_) absl::StrAppend(&out, "; ", runner_->plan().Summary());
+    return out;
+  }
+
+  absl::StatusOr<int64_t> DefaultContext(const ir::Graph& graph, const BackendOptions& options) override {
+    ASSIGN_OR_RETURN(LoweredGraph lowered, LowerGraph(graph));
+    ASSIGN_OR_RETURN(const int64_t free_bytes, device_->FreeBytes());
+    const RunnerOptions defaults;
+    ASSIGN_OR_RETURN(const int64_t fits,
+                     LargestContextThatFits(graph, lowered, options.max_step_tokens, free_bytes,
+                                            defaults.reserve_bytes, graph.config.context_length));
+    // What does not fit is reported by Load with the numbers; here just never ask for 0.
+    return std::max<int64_t>(1, fits);
+  }
+
+  absl::StatusOr<int32_t> Step(absl::Span<const int32_t> tokens, int64_t pos0,
+                               const StepOptions& options) override {
+    if (!runner_) return absl::FailedPreconditionError("cuda: Step before Load");
+    return runner_->Step(tokens, pos0, options);
+  }
+
+  absl::StatusOr<std::vector<std::vector<float>>> Evaluate(
+      int64_t n_tokens, int64_t pos0, absl::Span<const NamedInput> inputs,
+      absl::Span<const std::string> outputs) override {
+    if (!runner_) return absl::FailedPreconditionError("cuda: Evaluate before Load");
+    return runner_->Evaluate(n_tokens, pos0, inputs, outputs);
+  }
+
+  absl::StatusOr<std::vector<KernelTiming>> Profile(absl::Span<const int32_t> tokens,
+                                                    int64_t pos0) override {
+    if (!runner_) return absl::FailedPreconditionError("cuda: Profile before Load");
+    return runner_->Profile(tokens, pos0);
+  }
+
+ private:
+  std::unique_ptr<DeviceApi> device_;  // outlives the runner
+  CudaBackendOptions options_;
+  std::unique_ptr<GraphRunner> runner_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> CreateCudaBackendOn(std::unique_ptr<DeviceApi> device,
+                                             CudaBackendOptions options) {
+  return std::make_unique<CudaBackend>(std::move(device), std::move(options));
+}
+
+}  // namespace jllm::cuda
