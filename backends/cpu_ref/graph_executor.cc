@@ -16,8 +16,10 @@
 namespace jllm::cpu_ref {
 namespace {
 
-// No single value may need more than this many elements at T = S = max_context (16 GiB of
-// f32): a graph declaring absurd widths is refused instead of exhausting memory.
+// No single value may need more than this many elements (16 GiB of f32): checked for a
+// one-token step at the full context when the graph loads, and for each step's actual T and S
+// before its buffers are allocated, so a graph declaring absurd widths is refused instead of
+// exhausting memory.
 constexpr int64_t kMaxValueElements = int64_t{1} << 32;
 
 std::string ValueName(const ir::Graph& g, ir::ValueId v) { return "%" + g.name_of(v); }
