@@ -117,6 +117,12 @@ class Backend {
       int64_t n_tokens, int64_t pos0, absl::Span<const NamedInput> inputs,
       absl::Span<const std::string> outputs) = 0;
 
+  // The memory read bandwidth this backend's device sustains with streaming loads (GB/s), the
+  // denominator of the decode ceiling (jllm-bench).
+  virtual absl::StatusOr<double> ReadBandwidthGBs() {
+    return absl::UnimplementedError(std::string(name()) + " cannot measure its read bandwidth");
+  }
+
   // Runs a step like Step (without sampling) and returns where its time went, by kernel.
   virtual absl::StatusOr<std::vector<KernelTiming>> Profile(absl::Span<const int32_t> tokens,
                                                             int64_t pos0) {

@@ -13,6 +13,10 @@
 //     TOKN  the tokenizer and chat template (runtime/plan_tokenizer_io.h)
 //     WSRC  the weight source: GGUF absolute path + fingerprint (runtime/gguf_fingerprint.h),
 //           then u32 n and n × (name, u64 offset, u64 nbytes, u64 XXH3-64) (runtime/tensor_hash.h)
+//   optional sections     after those, any number of (4-byte tag, u64 size, body), each tag at
+//                         most once; a reader keeps them all and uses the ones it knows:
+//     KSPC  the CUDA backend's kernel specs (backends/cuda/lowering/kernel_plan_io.h)
+//     CUBN  CUBINs compiled ahead of time, per GPU architecture (jllm-compile --arch)
 //   u64 checksum          StableHash64 of every byte before it
 // Checks on reading, in order: magic, format version, length (truncation), checksum
 // (corruption), then each section, bounds-checked. Each failure has its own message saying
@@ -20,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,7 +39,7 @@
 namespace jllm::runtime {
 
 inline constexpr std::string_view kPlanMagic = "JLLMPLAN";
-inline constexpr uint32_t kPlanFormatVersion = 2;  // 2: per-tensor hashes in WSRC
+inline constexpr uint32_t kPlanFormatVersion = 3;  // 2: optional sections; 3: per-tensor hashes in WSRC
 
 // What one pass of the pipeline did, as jllm-compile printed it.
 struct PassRecord {
@@ -52,7 +57,12 @@ struct Plan {
   ir::Graph graph;
   gguf::TokenizerData tokenizer;
   WeightSourceInfo weights;
+  // The optional sections by tag (backend data the runtime carries but does not interpret).
+  std::map<std::string, std::string> sections;
 };
+
+inline constexpr std::string_view kKernelSpecsSection = "KSPC";
+inline constexpr std::string_view kCubinsSection = "CUBN";
 
 // The plan file image; writes this build's JllmVersion() as the writer.
 std::string SerializePlan(const Plan& plan);

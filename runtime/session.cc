@@ -241,4 +241,27 @@ absl::StatusOr<GenerateResult> Session::Generate(absl::Span<const int32_t> promp
   return result;
 }
 
+absl::StatusOr<std::vector<Session::StepProfile>> Session::Profile(absl::Span<const int32_t> prompt) {
+  if (prompt.empty()) return absl::InvalidArgumentError("the prompt is empty");
+  cached_.clear();
+  std::vector<StepProfile> out;
+  const auto chunk = prompt.subspan(0, std::min<size_t>(prompt.size(), prefill_chunk_));
+  auto run = [&](absl::Span<const int32_t> tokens, int64_t pos) -> absl::Status {
+    StepProfile p;
+    p.tokens = static_cast<int64_t>(tokens.size());
+    p.position = pos;
+    const auto start = Clock::now();
+    ASSIGN_OR_RETURN(p.kernels, backend_->Profile(tokens, pos));
+    p.wall_seconds = Seconds(start, Clock::now());
+    cached_.insert(cached_.end(), tokens.begin(), tokens.end());
+    out.push_back(std::move(p));
+    return absl::OkStatus();
+  };
+  if (chunk.size() > 1) RETURN_IF_ERROR(run(chunk, 0));
+  if (static_cast<int64_t>(cached_.size()) >= context_) return out;
+  const int32_t next[1] = {chunk.back()};
+  RETURN_IF_ERROR(run(next, static_cast<int64_t>(cached_.size())));
+  return out;
+}
+
 }  // namespace jllm::runtime

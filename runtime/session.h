@@ -114,6 +114,16 @@ class Session {
   // Forgets the cached context (the next Generate prefills from position 0).
   void ClearCache() { cached_.clear(); }
 
+  // --profile: where the time of a prefill of `prompt` (its first chunk) and of the decode step
+  // after it goes, by kernel. Leaves the cache holding the profiled positions.
+  struct StepProfile {
+    int64_t tokens = 0;    // in the step
+    int64_t position = 0;  // of its first token
+    double wall_seconds = 0;
+    std::vector<KernelTiming> kernels;
+  };
+  absl::StatusOr<std::vector<StepProfile>> Profile(absl::Span<const int32_t> prompt);
+
  private:
   Session() = default;
   // Runs the tokens after the cached ones in chunks; returns the token sampled from the last.

@@ -69,6 +69,10 @@ TEST_F(BadInputTest, RunFlagsOutsideTheirRangeNameTheFlagAndTheRange) {
       {run, {"@m.plan", "-p", ""}, "-p: the prompt is empty"},
       {run, {"@m.plan", "--chat", "-f", "-"}, "-f - cannot be combined with --chat"},
       {run, {"@m.plan"}, "give a prompt (-p TEXT, -f FILE or --prompt-ids FILE) or --chat"},
+      {run, {"@m.plan", "-p", "hi", "--validate", "--profile"}, "excludes"},
+      {run, {"@m.plan", "--chat", "--validate"}, "--validate and --profile take a prompt, not --chat"},
+      {run, {"@m.plan", "-p", "hi", "--profile", "--dump-logits", "@x.f32"}, "--dump-logits cannot be combined with --validate or --profile"},
+      {run, {"@m.plan", "-p", "hi", "--backend", "gpu"}, "--backend"},
   };
   for (const Case& c : cases) ExpectRefused(c);
 }

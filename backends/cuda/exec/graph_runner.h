@@ -86,6 +86,7 @@ class GraphRunner {
   DeviceBuffers buffers_;
   std::vector<void*> allocations_;
   std::vector<KernelHandle> kernels_;  // by spec
+  std::vector<unsigned> persistent_grid_;  // by spec: the grid x of a persistent kernel
   // Pinned host mirrors of the small things a step exchanges.
   StepState* host_state_ = nullptr;
   SamplingParams* host_params_ = nullptr;

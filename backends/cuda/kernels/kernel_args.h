@@ -119,4 +119,11 @@ struct SampleArgs {
                                  // sampled token and advances pos to it
 };
 
+// read_bandwidth.cu: streams n16 16-byte words from src; one word per CTA to out.
+struct ReadBandwidthArgs {
+  const void* src;
+  unsigned long long n16;
+  unsigned* out;
+};
+
 }  // namespace jllm::cuda

@@ -1,7 +1,7 @@
 // Host stand-ins for the CUDA builtins the jllm kernels use, so that the real kernel sources
 // compile with g++ (-DJLLM_EMULATE -include this file) into a shared object that runs a launch
-// on the CPU: every CUDA thread of a CTA is a host thread, CTAs run one after another, and
-// __syncthreads and the warp operations are barriers. Semantics the kernels rely on are kept:
+// on the CPU: every CUDA thread of a CTA is a fiber, CTAs run one after another, and
+// __syncthreads and the warp operations are barriers that switch fibers. Semantics the kernels rely on are kept:
 // a thread that returns stops counting for the barriers (as an exited CUDA thread does), the
 // dynamic shared memory starts with garbage, atomics are atomic, misaligned vector loads trap.
 //
@@ -10,14 +10,13 @@
 
 #include <algorithm>
 #include <atomic>
-#include <barrier>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <thread>
+#include <ucontext.h>
 #include <vector>
 
 #define __global__
@@ -34,20 +33,60 @@ struct dim3 { unsigned x = 1, y = 1, z = 1; };
 inline uint4 make_uint4(unsigned a, unsigned b, unsigned c, unsigned d) { return {a, b, c, d}; }
 inline float4 make_float4(float a, float b, float c, float d) { return {a, b, c, d}; }
 
-inline thread_local dim3 threadIdx, blockIdx;
+// One CTA runs at a time on one host thread; its CUDA threads are fibers (ucontext), switched
+// at barriers and warp exchanges, so a launch costs no OS threads and runs deterministically.
+inline dim3 threadIdx, blockIdx;  // of the fiber running now (set before each switch to it)
 inline dim3 gridDim, blockDim;
 
 // ---- the CTA being run ----------------------------------------------------------------------
 
+struct EmuBarrier {
+  unsigned expected = 0, arrived = 0, generation = 0;
+};
+
+struct EmuFiber {
+  ucontext_t context;
+  bool done = false;
+};
+
 struct EmuCta {
-  std::unique_ptr<std::barrier<>> block;
-  std::vector<std::unique_ptr<std::barrier<>>> warps;
+  EmuBarrier block;
+  std::vector<EmuBarrier> warps;
   std::vector<uint64_t> slots;  // one per thread: a warp exchange's values
   std::vector<unsigned char> smem;
+  std::vector<EmuFiber> fibers;
+  ucontext_t scheduler;
+  unsigned current = 0;
 };
 inline EmuCta* emu_cta = nullptr;
+inline uint64_t emu_progress = 0;  // arrivals and exits: a scheduler round without any is a deadlock
 
 inline unsigned char* emu_dynamic_smem() { return emu_cta->smem.data(); }
+
+inline void emu_yield() {
+  EmuCta& c = *emu_cta;
+  swapcontext(&c.fibers[c.current].context, &c.scheduler);
+}
+
+inline void emu_arrive_and_wait(EmuBarrier& b) {
+  ++emu_progress;
+  if (++b.arrived == b.expected) {
+    b.arrived = 0;
+    ++b.generation;
+    return;
+  }
+  const unsigned g = b.generation;
+  while (b.generation == g) emu_yield();
+}
+
+// An exited thread no longer holds up a barrier, as an exited CUDA thread does not.
+inline void emu_drop(EmuBarrier& b) {
+  --b.expected;
+  if (b.expected > 0 && b.arrived == b.expected) {
+    b.arrived = 0;
+    ++b.generation;
+  }
+}
 
 [[noreturn]] inline void __trap() {
   std::fprintf(stderr, "emulated kernel: __trap()\n");
@@ -60,8 +99,8 @@ inline void emu_check_aligned(const void* p, uintptr_t n) {
   }
 }
 
-inline void __syncthreads() { emu_cta->block->arrive_and_wait(); }
-inline void __syncwarp(unsigned = 0xffffffffu) { emu_cta->warps[threadIdx.x / 32]->arrive_and_wait(); }
+inline void __syncthreads() { emu_arrive_and_wait(emu_cta->block); }
+inline void __syncwarp(unsigned = 0xffffffffu) { emu_arrive_and_wait(emu_cta->warps[threadIdx.x / 32]); }
 inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 inline void __threadfence_block() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 
@@ -156,35 +195,66 @@ inline uint16_t emu_float_to_half(float f) {
 
 // ---- the launch ----------------------------------------------------------------------------
 
+inline void (*emu_entry)(const void*) = nullptr;
+inline const void* emu_args = nullptr;
+
+inline void emu_fiber_main() {
+  EmuCta& c = *emu_cta;
+  const unsigned t = c.current;
+  emu_entry(emu_args);
+  c.fibers[t].done = true;
+  ++emu_progress;
+  emu_drop(c.warps[t / 32]);
+  emu_drop(c.block);
+  // Returning resumes the scheduler (uc_link).
+}
+
 extern "C" int emu_launch(void (*entry)(const void*), unsigned gx, unsigned gy, unsigned gz,
                           unsigned threads, size_t smem, const void* args) {
   if (threads == 0 || threads > 1024 || threads % 32 != 0) return 1;
-  const dim3 grid{gx, gy, gz}, block{threads, 1, 1};
-  gridDim = grid;
-  blockDim = block;
-  const unsigned n = block.x;
-  for (unsigned z = 0; z < grid.z; ++z) {
-    for (unsigned y = 0; y < grid.y; ++y) {
-      for (unsigned x = 0; x < grid.x; ++x) {
+  constexpr size_t kStack = 256 * 1024;
+  static std::vector<std::unique_ptr<char[]>> stacks;  // reused across CTAs and launches
+  while (stacks.size() < threads) stacks.emplace_back(new char[kStack]);
+  gridDim = {gx, gy, gz};
+  blockDim = {threads, 1, 1};
+  emu_entry = entry;
+  emu_args = args;
+  for (unsigned z = 0; z < gz; ++z) {
+    for (unsigned y = 0; y < gy; ++y) {
+      for (unsigned x = 0; x < gx; ++x) {
         EmuCta cta;
-        cta.block = std::make_unique<std::barrier<>>(n);
-        for (unsigned w = 0; w < n / 32; ++w) cta.warps.push_back(std::make_unique<std::barrier<>>(32));
-        cta.slots.assign(n, 0);
+        cta.block.expected = threads;
+        cta.warps.assign(threads / 32, EmuBarrier{32, 0, 0});
+        cta.slots.assign(threads, 0);
         cta.smem.assign(smem + 16, 0xA5);  // garbage, as uninitialised shared memory is
+        cta.fibers.resize(threads);
         emu_cta = &cta;
-        std::vector<std::thread> threads;
-        threads.reserve(n);
-        for (unsigned t = 0; t < n; ++t) {
-          threads.emplace_back([&, t] {
-            threadIdx = {t, 0, 0};
-            blockIdx = {x, y, z};
-            entry(args);
-            // An exited thread no longer holds up barriers.
-            emu_cta->warps[t / 32]->arrive_and_drop();
-            emu_cta->block->arrive_and_drop();
-          });
+        blockIdx = {x, y, z};
+        for (unsigned t = 0; t < threads; ++t) {
+          ucontext_t& uc = cta.fibers[t].context;
+          getcontext(&uc);
+          uc.uc_stack.ss_sp = stacks[t].get();
+          uc.uc_stack.ss_size = kStack;
+          uc.uc_link = &cta.scheduler;
+          makecontext(&uc, emu_fiber_main, 0);
         }
-        for (auto& th : threads) th.join();
+        unsigned live = threads;
+        while (live > 0) {
+          const uint64_t before = emu_progress;
+          live = 0;
+          for (unsigned t = 0; t < threads; ++t) {
+            if (cta.fibers[t].done) continue;
+            cta.current = t;
+            threadIdx = {t, 0, 0};
+            swapcontext(&cta.scheduler, &cta.fibers[t].context);
+            if (!cta.fibers[t].done) ++live;
+          }
+          if (live > 0 && emu_progress == before) {
+            std::fprintf(stderr, "emulated kernel: deadlock in CTA (%u,%u,%u): %u threads wait on barriers "
+                         "that can never complete\n", x, y, z, live);
+            std::abort();
+          }
+        }
         emu_cta = nullptr;
       }
     }

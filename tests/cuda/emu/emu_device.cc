@@ -150,7 +150,7 @@ absl::StatusOr<std::string> EmuDevice::CompiledPath(const KernelSpec& spec) {
   return compiled_[spec.ModuleKey()] = so;
 }
 
-absl::Status EmuDevice::Precompile(absl::Span<const KernelSpec> specs) {
+absl::Status EmuDevice::Prepare(absl::Span<const KernelSpec> specs) {
   // g++ runs in a thread each, a few at a time.
   const unsigned width = std::max(2u, std::thread::hardware_concurrency());
   std::vector<absl::Status> results(specs.size());

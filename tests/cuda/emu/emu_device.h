@@ -29,7 +29,7 @@ class EmuDevice : public DeviceApi {
   ~EmuDevice() override;
 
   // Compiles these specs now, several g++ processes at a time (LoadKernel then finds them).
-  absl::Status Precompile(absl::Span<const KernelSpec> specs);
+  absl::Status Prepare(absl::Span<const KernelSpec> specs) override;
 
   const DeviceProperties& properties() const override { return props_; }
   absl::StatusOr<int64_t> FreeBytes() override;
