@@ -90,6 +90,12 @@ TEST_F(BadInputTest, OtherToolsFlagsOutsideTheirRange) {
       {JLLM_SYNTH_PATH, {"--preset", "tiny", "--seed", "-1", "-o", "@out.gguf"}, "--seed: -1 is out of range"},
       {JLLM_CONVERT_PATH, {"@ck", "--threads", "-3", "-o", "@out.gguf"}, "--threads: -3 is out of range"},
       {JLLM_INSPECT_PATH, {"@m.gguf", "--max-items", "-1"}, "--max-items: -1 is out of range"},
+      {JLLM_BENCH_PATH, {"@m.plan", "--seed", "-1"}, "--seed: -1 is out of range"},
+      {JLLM_BENCH_PATH, {"@m.plan", "-r", "0"}, "--repetitions"},
+      {JLLM_BENCH_PATH, {"@m.plan", "-p", "-5"}, "-p: '-5' is not a count in [0, 2147483648]"},
+      {JLLM_BENCH_PATH, {"@m.plan", "-n", "99999999999"}, "-n: '99999999999' is not a count"},
+      {JLLM_BENCH_PATH, {"@m.plan", "-d", ""}, "-d is empty"},
+      {JLLM_BENCH_PATH, {"@d"}, P("d") + " is a directory, not a regular file"},
   };
   for (const Case& c : cases) ExpectRefused(c);
 }

@@ -1,4 +1,5 @@
-// Every tool that writes a file (jllm-compile, jllm-synth, jllm-convert, jllm-run --dump-logits)
+// Every tool that writes a file (jllm-compile, jllm-synth, jllm-convert, jllm-run --dump-logits,
+// jllm-bench --json-out)
 // through the one output helper: an output that is one of the run's inputs — by any name — is
 // refused with the path named and the input untouched; a symlink is written through; a FIFO or
 // a directory is refused and left as it was; no temporary file is ever left; and two writers
@@ -7,6 +8,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -62,6 +64,23 @@ TEST_F(OutputSafetyTest, RunNeverDumpsLogitsOverItsInputs) {
   ExpectRefused(JLLM_RUN_PATH, {P("m.plan"), "-p", "hi", "-n", "2", "--dump-logits", P("x"),
                                 "--model", P("x.json")},
                 P("x.json"), "");
+}
+
+TEST_F(OutputSafetyTest, BenchNeverWritesItsJsonOverItsInputs) {
+  for (const char* out : {"m.plan", "m.gguf", "link.gguf", "passes.yaml"}) {
+    ExpectRefused(JLLM_BENCH_PATH, {P("m.plan"), "--backend", "cpu", "-p", "8", "-n", "2", "-r", "1",
+                                    "--passes", P("passes.yaml"), "--json-out", P(out)},
+                  P(out), "is the same file as the input");
+  }
+  ExpectRefused(JLLM_BENCH_PATH, {P("m.plan"), "--backend", "cpu", "-p", "8", "-n", "2", "-r", "1",
+                                  "--json-out", P("d")},
+                P("d"), "directory");
+  ToolResult r = Run(JLLM_BENCH_PATH, {P("m.plan"), "--backend", "cpu", "-p", "8", "-n", "2", "-r", "1",
+                                       "--json-out", P("bench.json")});
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_THAT(ReadAll(P("bench.json")), HasSubstr("\"n_prompt\": 8"));
+  EXPECT_EQ(NewNames(), std::set<std::string>{"bench.json"});
+  ExpectInputsUnchanged("jllm-bench --json-out bench.json");
 }
 
 TEST_F(OutputSafetyTest, ConvertNeverWritesOverTheCheckpoint) {

@@ -26,6 +26,7 @@ TEST_F(StdoutTest, AFailedWriteToStandardOutputIsAnError) {
       {JLLM_RUN_PATH, {P("m.plan"), "-p", "hello", "-n", "3", "--temp", "0"}},
       {JLLM_COMPILE_PATH, {P("m.gguf"), "-o", P("out.plan"), "--dump-ir"}},
       {JLLM_SYNTH_PATH, {"--preset", "tiny", "-o", P("out.gguf")}},
+      {JLLM_BENCH_PATH, {P("m.plan"), "--backend", "cpu", "-p", "8", "-n", "2", "-r", "1"}},
   };
   ToolRunOptions closed;
   closed.stdout_reader_closed = true;
