@@ -60,12 +60,14 @@ std::vector<ToolSpec> Specs() {
         {"--repeat-penalty", H}, {"--repeat-last-n", H}, {"--seed", H}, {"-t", H},
         {"--stop", {"", "x", "hi"}}, {"--chat", {}}, {"--no-think", {}}, {"--no-display-prompt", {}},
         {"-p", H}, {"-f", With(paths, {"-"})}, {"--prompt-ids", paths}, {"--model", paths},
-        {"--backend", {"cpu", "cuda", "", "tpu"}}, {"--dump-logits", kOutputs, true}},
+        {"--backend", {"cpu", "cuda", "auto", "", "tpu"}}, {"--validate", {}}, {"--profile", {}},
+        {"--dump-logits", kOutputs, true}},
        {{"-n", "-c"}}},
       {JLLM_COMPILE_PATH,
        {"@m.gguf", "-o", "@out.plan"},
        {{"-o", kOutputs, true}, {"--passes", With(paths, {"@passes.yaml"})}, {"--dump-ir", {}},
-        {"--dump-ir-after", {"group-qkv", "kv-dtype", "", "nope"}}},
+        {"--dump-ir-after", {"group-qkv", "kv-dtype", "", "nope"}},
+        {"--arch", {"", "sm_1", "nope", "sm_87,,x"}}},  // never a valid one: NVRTC would take minutes
        {}},
       {JLLM_SYNTH_PATH,
        {"--preset", "tiny", "--type", "q8_0", "-o", "@out.gguf"},
@@ -90,6 +92,12 @@ std::vector<ToolSpec> Specs() {
        {{"--tensor", {"token_embd.weight", "output_norm.weight", "", "nope"}},
         {"--rows", {"0:1", "1:0", "-1:2", "0:99999999999", "", "a:b", "3"}},
         {"--max-items", H}},
+       {}},
+      {JLLM_BENCH_PATH,
+       {"@m.plan", "--backend", "cpu", "-p", "8", "-n", "2", "-r", "1"},
+       {{"--json-out", kOutputs, true}, {"-p", H}, {"-n", H}, {"-d", H}, {"-r", H}, {"--chunk", H},
+        {"--seed", H}, {"-o", {"md", "json", "", "csv"}}, {"--backend", {"cpu", "cuda", "", "tpu"}},
+        {"--passes", With(paths, {"@passes.yaml"})}},
        {}},
   };
 }
@@ -240,6 +248,7 @@ TEST_F(CliFuzzTest, JllmSynth) { Fuzz(2); }
 TEST_F(CliFuzzTest, JllmConvert) { Fuzz(3); }
 TEST_F(CliFuzzTest, JllmTokenize) { Fuzz(4); }
 TEST_F(CliFuzzTest, JllmInspect) { Fuzz(5); }
+TEST_F(CliFuzzTest, JllmBench) { Fuzz(6); }
 
 }  // namespace
 }  // namespace jllm::testing
