@@ -20,6 +20,11 @@ add_library(jllm::pcre2 INTERFACE IMPORTED)
 target_include_directories(jllm::pcre2 INTERFACE ${PCRE2_INCLUDE_DIR})
 target_link_libraries(jllm::pcre2 INTERFACE ${PCRE2_LIBRARY})
 target_compile_definitions(jllm::pcre2 INTERFACE PCRE2_CODE_UNIT_WIDTH=8 $<$<BOOL:${JLLM_STATIC_DEPS}>:PCRE2_STATIC>)
+# xxHash (libxxhash-dev) is used header-only (XXH_INLINE_ALL in runtime/tensor_hash.cc): nothing
+# to link, so a static build needs no archive of it.
+find_path(XXHASH_INCLUDE_DIR xxhash.h REQUIRED)
+add_library(jllm::xxhash INTERFACE IMPORTED)
+target_include_directories(jllm::xxhash INTERFACE ${XXHASH_INCLUDE_DIR})
 add_library(jllm::utf8proc INTERFACE IMPORTED)
 target_include_directories(jllm::utf8proc INTERFACE ${UTF8PROC_INCLUDE_DIR})
 target_link_libraries(jllm::utf8proc INTERFACE ${UTF8PROC_LIBRARY})

@@ -44,6 +44,13 @@ absl::StatusOr<KvDTypeOptions> ParseKvDTypeOptions(const PassOptions& options) {
   if (out.dtype == KvDTypeOptions::Choice::kAuto && !out.memory_budget_mib) {
     return options.Error("dtype", "auto needs the option memory_budget_mib (the KV cache budget)");
   }
+  if (out.dtype == KvDTypeOptions::Choice::kAuto && !out.context_length) {
+    // Not the model's maximum (40960 for Qwen3, ten times jllm-run's default): the choice must
+    // be made for the context that will actually run.
+    return options.Error("dtype",
+                         "auto needs the option context_length (the tokens the cache must hold, "
+                         "as jllm-run -c; jllm-run's default is 4096)");
+  }
   ASSIGN_OR_RETURN(PassOptions::Map layers, options.GetMap("layers"));
   for (const auto& [key, value] : layers) {
     int64_t layer = -1;
@@ -78,12 +85,23 @@ absl::StatusOr<PassResult> RunKvDType(ir::Graph& g, const PassOptions& options) 
   } else if (opts.dtype == KvDTypeOptions::Choice::kF32) {
     base = ir::KvDType::kF32;
   } else if (opts.dtype == KvDTypeOptions::Choice::kAuto) {
-    const int64_t tokens = opts.context_length.value_or(g.config.context_length);
+    const int64_t tokens = *opts.context_length;
     const int64_t f16_bytes = KvCacheBytes(g.config, ir::KvDType::kF16, tokens);
+    const int64_t int8_bytes = KvCacheBytes(g.config, ir::KvDType::kInt8, tokens);
     const int64_t budget = *opts.memory_budget_mib * kMiB;
+    const double int8_mib = static_cast<double>(int8_bytes) / kMiB;
+    if (int8_bytes > budget) {
+      const int64_t per_token = KvCacheBytes(g.config, ir::KvDType::kInt8, 1);
+      return options.Error(
+          "memory_budget_mib",
+          absl::StrFormat("%d MiB cannot hold a KV cache of context_length %d tokens even in "
+                          "int8 (%.1f MiB); lower context_length to at most %d or raise the "
+                          "budget to at least %d MiB",
+                          *opts.memory_budget_mib, tokens, int8_mib,
+                          per_token > 0 ? budget / per_token : 0,
+                          (int8_bytes + kMiB - 1) / kMiB));
+    }
     base = f16_bytes <= budget ? ir::KvDType::kF16 : ir::KvDType::kInt8;
-    const double int8_mib =
-        static_cast<double>(KvCacheBytes(g.config, ir::KvDType::kInt8, tokens)) / kMiB;
     why = absl::StrFormat(" (auto: %d tokens take %.1f MiB in f16, %.1f MiB in int8; budget %d MiB)",
                           tokens, static_cast<double>(f16_bytes) / kMiB, int8_mib,
                           *opts.memory_budget_mib);

@@ -4,11 +4,14 @@
 // Options:
 //   dtype: f16 | int8 | f32 | auto (default f16)
 //   memory_budget_mib: N          KV cache budget for auto, in MiB (required with auto)
-//   context_length: N             tokens the cache must hold for auto (default: the model's)
+//   context_length: N             tokens the cache must hold for auto (required with auto:
+//                                 the context jllm-run will use, -c)
 //   layers: {LAYER: f16|int8|f32} per-layer overrides, applied after dtype
 // auto picks f16 when context_length tokens of f16 cache fit in the budget, else int8
-// (ir::KvBytesPerTokenPerLayer gives the sizes). The runtime still caps the context to the
-// memory it finds; this only fixes the storage type ahead of time.
+// (ir::KvBytesPerTokenPerLayer gives the sizes); when not even int8 fits, it is an error that
+// says what context would fit, never a cache over the budget. The report states the sizes.
+// The runtime still checks the context against the memory it finds; this only fixes the
+// storage type ahead of time.
 // f32 stores K and V exactly, at twice the f16 size; it exists to validate against float32
 // references (tests/oracle), so auto never picks it.
 #pragma once

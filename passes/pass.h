@@ -26,7 +26,7 @@ class PassOptions {
   using Map = std::vector<std::pair<std::string, std::string>>;
 
   explicit PassOptions(std::string pass_name = "") : pass_(std::move(pass_name)) {}
-  // A YAML map of options, block or flow style ("{dtype: auto, memory_budget_mib: 6144}").
+  // A YAML map of options, block or flow style ("{dtype: auto, memory_budget_mib: 6144, context_length: 4096}").
   static absl::StatusOr<PassOptions> FromYaml(std::string_view yaml, std::string pass_name);
 
   void Set(std::string key, std::string scalar) { entries_[std::move(key)] = std::move(scalar); }

@@ -2,12 +2,11 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "fileio/read_file.h"
 #include "ir/absl_compat.h"
 #include "ir/status.h"
 #include "ir/text.h"
@@ -17,6 +16,9 @@
 
 namespace jllm::passes {
 namespace {
+
+// A pass file is a few lines of YAML; anything this large is not one (and /dev/zero ends).
+constexpr uint64_t kMaxPassesFileBytes = uint64_t{1} << 20;
 
 absl::Status ConfigError(std::string_view source, absl::string_view msg) {
   return absl::InvalidArgumentError(absl::StrCat(Sv(source), ": ", msg));
@@ -116,12 +118,8 @@ absl::StatusOr<PipelineConfig> ParsePipelineConfig(std::string_view yaml, std::s
 }
 
 absl::StatusOr<PipelineConfig> LoadPipelineConfig(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open the passes file"));
-  std::stringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return absl::DataLossError(absl::StrCat(path, ": read error"));
-  return ParsePipelineConfig(text.str(), path);
+  ASSIGN_OR_RETURN(std::string text, fileio::ReadFile(path, "passes file", kMaxPassesFileBytes));
+  return ParsePipelineConfig(text, path);
 }
 
 std::string PipelineConfigToYaml(const PipelineConfig& config) {

@@ -4,7 +4,7 @@
 //   passes:
 //     group-qkv: true
 //     fuse-swiglu: false
-//     kv-dtype: {enabled: true, dtype: auto, memory_budget_mib: 6144}
+//     kv-dtype: {enabled: true, dtype: auto, memory_budget_mib: 6144, context_length: 4096}
 //
 // A pass the file does not mention keeps its default (on, default options). An unknown pass or
 // option is an error that names it and lists the valid ones.

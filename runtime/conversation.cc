@@ -1,5 +1,6 @@
 #include "runtime/conversation.h"
 
+#include "absl/strings/str_cat.h"
 #include "ir/status.h"
 
 namespace jllm::runtime {
@@ -24,6 +25,19 @@ absl::StatusOr<GenerateResult> Conversation::Reply(std::string_view user_message
   if (!ids.ok()) {
     messages_.pop_back();
     return ids.status();
+  }
+  // The whole conversation is the prompt: say so when it no longer fits, rather than let the
+  // session blame "the prompt" for what is mostly history.
+  if (static_cast<int64_t>(ids->size()) > session_.context_size()) {
+    messages_.pop_back();
+    auto own = session_.Tokenize(user_message);
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the conversation would be ", ids->size(), " tokens with this message (",
+        own.ok() ? absl::StrCat(own->size(), " of them the message itself, the rest ")
+                 : std::string("most of them "),
+        messages_.size(), " earlier message(s) and the chat template), but the context holds ",
+        session_.context_size(), ": raise the context size (-c; the model allows up to ",
+        session_.config().context_length, ") or start a new conversation"));
   }
   auto result = session_.Generate(*ids, sampler, options);
   if (!result.ok()) {

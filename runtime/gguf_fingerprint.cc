@@ -46,7 +46,8 @@ absl::StatusOr<GgufFingerprint> ComputeGgufFingerprint(absl::Span<const uint8_t>
 }
 
 absl::Status CheckGgufFingerprint(const GgufFingerprint& expected, const GgufFingerprint& actual,
-                                  const std::string& gguf_path, const std::string& plan_path) {
+                                  const std::string& gguf_path, const std::string& plan_path,
+                                  const std::string& compiled_from) {
   std::string what;
   if (actual.file_size != expected.file_size) {
     what = absl::StrCat("its size was ", expected.file_size, " bytes, now ", actual.file_size);
@@ -57,6 +58,17 @@ absl::Status CheckGgufFingerprint(const GgufFingerprint& expected, const GgufFin
     what = "its tensor data differ";
   } else {
     return absl::OkStatus();
+  }
+  if (!compiled_from.empty()) {
+    std::string differs =
+        actual.file_size != expected.file_size
+            ? absl::StrCat("it is ", actual.file_size, " bytes, the compiled model ",
+                           expected.file_size)
+            : what;
+    return absl::FailedPreconditionError(absl::StrCat(
+        gguf_path, " is a different model from the one ", plan_path, " was compiled from (",
+        compiled_from, "): ", differs, ". Use the model it was compiled from, or compile this one "
+        "into a plan of its own: `jllm-compile ", gguf_path, " -o NEW.plan`"));
   }
   return absl::FailedPreconditionError(absl::StrCat(
       plan_path, ": the model file ", gguf_path, " has changed since the plan was compiled (",

@@ -38,8 +38,12 @@ absl::StatusOr<GgufFingerprint> ComputeGgufFingerprint(absl::Span<const uint8_t>
                                                        uint64_t data_offset);
 
 // OK if `actual` equals `expected`; otherwise FailedPrecondition saying what changed in
-// `gguf_path` and that `plan_path` must be recompiled.
+// `gguf_path` and that `plan_path` must be recompiled. `compiled_from`, when not empty, is the
+// path the plan recorded and `gguf_path` a replacement the user named (jllm-run --model): a
+// mismatch then says that it is a different model, and never advises compiling it over the
+// plan.
 absl::Status CheckGgufFingerprint(const GgufFingerprint& expected, const GgufFingerprint& actual,
-                                  const std::string& gguf_path, const std::string& plan_path);
+                                  const std::string& gguf_path, const std::string& plan_path,
+                                  const std::string& compiled_from = "");
 
 }  // namespace jllm::runtime

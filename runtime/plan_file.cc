@@ -8,6 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_format.h"
+#include "fileio/file_kind.h"
+#include "fileio/output_file.h"
 #include "ir/absl_compat.h"
 #include "ir/byte_io.h"
 #include "ir/serialize.h"
@@ -107,6 +109,13 @@ std::string WeightsSection(const WeightSourceInfo& info) {
   w.U64(info.fingerprint.data_offset);
   w.U64(info.fingerprint.header_hash);
   w.U64(info.fingerprint.sample_hash);
+  w.U32(static_cast<uint32_t>(info.tensors.size()));
+  for (const TensorHash& t : info.tensors) {
+    w.Str(t.name);
+    w.U64(t.offset);
+    w.U64(t.nbytes);
+    w.U64(t.xxh3);
+  }
   return w.Take();
 }
 
@@ -139,6 +148,14 @@ absl::Status ReadWeights(ir::ByteReader& r, Plan& plan) {
   ASSIGN_OR_RETURN(info.fingerprint.data_offset, r.U64("GGUF data offset"));
   ASSIGN_OR_RETURN(info.fingerprint.header_hash, r.U64("GGUF header hash"));
   ASSIGN_OR_RETURN(info.fingerprint.sample_hash, r.U64("GGUF sample hash"));
+  ASSIGN_OR_RETURN(uint32_t n_tensors, r.Count("tensor hash count", 4 + 8 + 8 + 8));
+  info.tensors.resize(n_tensors);
+  for (TensorHash& t : info.tensors) {
+    ASSIGN_OR_RETURN(t.name, r.Str("tensor name", 256));
+    ASSIGN_OR_RETURN(t.offset, r.U64("tensor offset"));
+    ASSIGN_OR_RETURN(t.nbytes, r.U64("tensor size"));
+    ASSIGN_OR_RETURN(t.xxh3, r.U64("tensor hash"));
+  }
   if (info.gguf_path.empty()) return r.Error("empty GGUF path");
   if (info.fingerprint.data_offset > info.fingerprint.file_size) {
     return r.Error("GGUF data offset lies past the file size");
@@ -228,19 +245,27 @@ absl::StatusOr<Plan> DeserializePlan(std::string_view bytes, const std::string& 
       {kTokenizerTag, &ReadTokenizerSection},
       {kWeightsTag, &ReadWeights},
   };
+  // Past the checksum, a structure that does not hold is corruption by a writer, not bad
+  // input from the user: DataLoss, whichever check finds it.
+  const auto corrupt = [&source](const absl::Status& st) {
+    return absl::DataLossError(absl::StrCat(st.message(), ". ", Recompile(source)));
+  };
   for (const auto& [tag, read] : sections) {
-    ASSIGN_OR_RETURN(auto tag_bytes, r.Bytes(4, "section tag"));
+    auto tag_read = r.Bytes(4, "section tag");
+    if (!tag_read.ok()) return corrupt(tag_read.status());
+    const auto tag_bytes = *tag_read;
     const absl::string_view got(reinterpret_cast<const char*>(tag_bytes.data()), 4);
     if (got != tag) {
       return absl::DataLossError(absl::StrCat(source, ": expected section ", tag, ", found '",
                                               absl::CHexEscape(got), "'. ", Recompile(source)));
     }
-    ASSIGN_OR_RETURN(uint64_t size, r.U64("section size"));
-    ASSIGN_OR_RETURN(auto body, r.Bytes(size, absl::StrCat("section ", tag)));
+    auto size = r.U64("section size");
+    if (!size.ok()) return corrupt(size.status());
+    auto body_read = r.Bytes(*size, absl::StrCat("section ", tag));
+    if (!body_read.ok()) return corrupt(body_read.status());
+    const auto body = *body_read;
     ir::ByteReader sr(body, absl::StrCat(source, " section ", tag));
-    if (absl::Status st = read(sr, plan); !st.ok()) {
-      return absl::DataLossError(absl::StrCat(st.message(), ". ", Recompile(source)));
-    }
+    if (absl::Status st = read(sr, plan); !st.ok()) return corrupt(st);
     if (!sr.at_end()) {
       return absl::DataLossError(absl::StrCat(source, ": section ", tag, " has ", sr.remaining(),
                                               " unread bytes. ", Recompile(source)));
@@ -265,31 +290,19 @@ absl::StatusOr<Plan> DeserializePlan(std::string_view bytes, const std::string& 
   return plan;
 }
 
-absl::Status WritePlanFile(const Plan& plan, const std::string& path) {
-  const std::string bytes = SerializePlan(plan);
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return absl::PermissionDeniedError(absl::StrCat(tmp, ": cannot create"));
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.flush();
-    if (!out) {
-      out.close();
-      std::remove(tmp.c_str());
-      return absl::ResourceExhaustedError(absl::StrCat(tmp, ": write failed (disk full?)"));
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::remove(tmp.c_str());
-    return absl::PermissionDeniedError(absl::StrCat(path, ": cannot rename ", tmp, " over it: ",
-                                                    ec.message()));
-  }
-  return absl::OkStatus();
+absl::Status WritePlanFile(const Plan& plan, const std::string& path,
+                           absl::Span<const std::string> inputs) {
+  std::vector<std::string> all(inputs.begin(), inputs.end());
+  all.push_back(plan.weights.gguf_path);  // the model: a plan written over it would destroy it
+  return fileio::WriteFileAtomically(path, SerializePlan(plan), all);
 }
 
 absl::StatusOr<Plan> ReadPlanFile(const std::string& path) {
+  // A directory, FIFO or device is refused by name before opening (a FIFO would block).
+  if (absl::Status st = fileio::CheckRegularFile(path, "plan file");
+      !st.ok() && !absl::IsNotFound(st)) {
+    return st;
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     std::error_code ec;

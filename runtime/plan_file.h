@@ -11,7 +11,8 @@
 //     PASS  the pass configuration: YAML text, then per pass (name, enabled, changed, report)
 //     GRPH  the lowered graph (ir/serialize.h)
 //     TOKN  the tokenizer and chat template (runtime/plan_tokenizer_io.h)
-//     WSRC  the weight source: GGUF absolute path + fingerprint (runtime/gguf_fingerprint.h)
+//     WSRC  the weight source: GGUF absolute path + fingerprint (runtime/gguf_fingerprint.h),
+//           then u32 n and n × (name, u64 offset, u64 nbytes, u64 XXH3-64) (runtime/tensor_hash.h)
 //   optional sections     after those, any number of (4-byte tag, u64 size, body), each tag at
 //                         most once; a reader keeps them all and uses the ones it knows:
 //     KSPC  the CUDA backend's kernel specs (backends/cuda/lowering/kernel_plan_io.h)
@@ -30,6 +31,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "frontends/gguf/tokenizer_data.h"
 #include "ir/graph.h"
 #include "runtime/plan_weights.h"
@@ -37,7 +39,7 @@
 namespace jllm::runtime {
 
 inline constexpr std::string_view kPlanMagic = "JLLMPLAN";
-inline constexpr uint32_t kPlanFormatVersion = 2;
+inline constexpr uint32_t kPlanFormatVersion = 3;  // 2: optional sections; 3: per-tensor hashes in WSRC
 
 // What one pass of the pipeline did, as jllm-compile printed it.
 struct PassRecord {
@@ -67,8 +69,11 @@ std::string SerializePlan(const Plan& plan);
 // `source` names the plan in messages (its path).
 absl::StatusOr<Plan> DeserializePlan(std::string_view bytes, const std::string& source);
 
-// Writes PATH.tmp then renames it over `path`, so a failed write never leaves half a plan.
-absl::Status WritePlanFile(const Plan& plan, const std::string& path);
+// Writes `path` through fileio::OutputFile (a unique temporary file renamed over it), so a
+// failed write never leaves half a plan; a `path` that is the plan's GGUF or one of `inputs`
+// (e.g. the passes file) is refused.
+absl::Status WritePlanFile(const Plan& plan, const std::string& path,
+                           absl::Span<const std::string> inputs = {});
 // Checks the magic and version from the first bytes before reading the rest, so pointing it at
 // a large non-plan file (a GGUF) fails fast.
 absl::StatusOr<Plan> ReadPlanFile(const std::string& path);

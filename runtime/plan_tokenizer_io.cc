@@ -9,7 +9,9 @@ namespace jllm::runtime {
 namespace {
 
 constexpr uint32_t kMaxTokenBytes = 1u << 16;
+constexpr uint32_t kMaxMergeBytes = 2 * kMaxTokenBytes + 1;
 constexpr uint32_t kMaxTemplateBytes = 1u << 20;
+constexpr uint32_t kMaxNameBytes = 256;  // tokenizer model and pre-tokenizer names
 
 void WriteOptionalId(const std::optional<uint32_t>& id, ir::ByteWriter& w) {
   w.U8(id.has_value() ? 1 : 0);
@@ -53,8 +55,8 @@ void WriteTokenizerData(const gguf::TokenizerData& data, ir::ByteWriter& w) {
 
 absl::StatusOr<gguf::TokenizerData> ReadTokenizerData(ir::ByteReader& r) {
   gguf::TokenizerData d;
-  ASSIGN_OR_RETURN(d.model, r.Str("tokenizer model", 256));
-  ASSIGN_OR_RETURN(d.pre, r.Str("tokenizer pre", 256));
+  ASSIGN_OR_RETURN(d.model, r.Str("tokenizer model", kMaxNameBytes));
+  ASSIGN_OR_RETURN(d.pre, r.Str("tokenizer pre", kMaxNameBytes));
   ASSIGN_OR_RETURN(uint32_t n_tokens, r.Count("token count", 4));
   d.tokens.reserve(n_tokens);
   for (uint32_t i = 0; i < n_tokens; ++i) {
@@ -76,7 +78,7 @@ absl::StatusOr<gguf::TokenizerData> ReadTokenizerData(ir::ByteReader& r) {
   ASSIGN_OR_RETURN(uint32_t n_merges, r.Count("merge count", 4));
   d.merges.reserve(n_merges);
   for (uint32_t i = 0; i < n_merges; ++i) {
-    ASSIGN_OR_RETURN(std::string m, r.Str("merge", 2 * kMaxTokenBytes + 1));
+    ASSIGN_OR_RETURN(std::string m, r.Str("merge", kMaxMergeBytes));
     d.merges.push_back(std::move(m));
   }
   ASSIGN_OR_RETURN(d.bos_id, ReadOptionalId(r, "bos id", n_tokens));
@@ -85,6 +87,36 @@ absl::StatusOr<gguf::TokenizerData> ReadTokenizerData(ir::ByteReader& r) {
   ASSIGN_OR_RETURN(d.add_bos, ReadFlag(r, "add_bos flag"));
   ASSIGN_OR_RETURN(d.chat_template, r.Str("chat template", kMaxTemplateBytes));
   return d;
+}
+
+absl::Status CheckTokenizerFitsPlan(const gguf::TokenizerData& data) {
+  const auto too_long = [](absl::string_view what, size_t have, uint32_t limit) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " is ", have,
+                                                   " bytes, over the plan format's limit of ",
+                                                   limit, " bytes"));
+  };
+  if (data.model.size() > kMaxNameBytes) {
+    return too_long("tokenizer.ggml.model", data.model.size(), kMaxNameBytes);
+  }
+  if (data.pre.size() > kMaxNameBytes) {
+    return too_long("tokenizer.ggml.pre", data.pre.size(), kMaxNameBytes);
+  }
+  for (size_t i = 0; i < data.tokens.size(); ++i) {
+    if (data.tokens[i].size() > kMaxTokenBytes) {
+      return too_long(absl::StrCat("tokenizer.ggml.tokens[", i, "]"), data.tokens[i].size(),
+                      kMaxTokenBytes);
+    }
+  }
+  for (size_t i = 0; i < data.merges.size(); ++i) {
+    if (data.merges[i].size() > kMaxMergeBytes) {
+      return too_long(absl::StrCat("tokenizer.ggml.merges[", i, "]"), data.merges[i].size(),
+                      kMaxMergeBytes);
+    }
+  }
+  if (data.chat_template.size() > kMaxTemplateBytes) {
+    return too_long("tokenizer.chat_template", data.chat_template.size(), kMaxTemplateBytes);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace jllm::runtime

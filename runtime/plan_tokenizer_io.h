@@ -14,4 +14,9 @@ namespace jllm::runtime {
 void WriteTokenizerData(const gguf::TokenizerData& data, ir::ByteWriter& w);
 absl::StatusOr<gguf::TokenizerData> ReadTokenizerData(ir::ByteReader& r);
 
+// OK if ReadTokenizerData will take `data` back: every string within the length limits the
+// reader enforces (token text, merges, model and pre names, chat template). jllm-compile checks
+// this before writing a plan, so a plan it wrote is never refused when read.
+absl::Status CheckTokenizerFitsPlan(const gguf::TokenizerData& data);
+
 }  // namespace jllm::runtime

@@ -7,13 +7,17 @@
 // copy); Release() then tells the kernel the mapped pages are not needed any more.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "backends/backend.h"
 #include "runtime/gguf_fingerprint.h"
+#include "runtime/tensor_hash.h"
 #include "frontends/gguf/mapped_file.h"
 
 namespace jllm::runtime {
@@ -24,6 +28,9 @@ using gguf::MappedFile;
 struct WeightSourceInfo {
   std::string gguf_path;  // absolute
   GgufFingerprint fingerprint;
+  // One full hash per tensor the graph reads (jllm-compile records every one). Empty only for
+  // an info built in memory without hashes: then tensors are not checked one by one.
+  std::vector<TensorHash> tensors;
   bool operator==(const WeightSourceInfo&) const = default;
 };
 
@@ -36,6 +43,10 @@ class PlanWeights : public WeightSource {
                                                            const std::string& plan_path,
                                                            const std::string& path_override = "");
 
+  // The bytes of `w`. The first time a tensor is asked for, its bytes are hashed and compared
+  // with the hash jllm-compile recorded: a changed tensor is a DataLoss error naming it, the
+  // GGUF and the plan. (The backend reads the bytes right after, so this adds no pass over the
+  // file.) Safe to call from several threads.
   absl::StatusOr<absl::Span<const uint8_t>> Bytes(const ir::WeightRef& w) const override;
 
   const std::string& path() const { return file_->path(); }
@@ -47,15 +58,23 @@ class PlanWeights : public WeightSource {
   void ReleasePages() const;
 
  private:
-  PlanWeights(std::unique_ptr<MappedFile> file, uint64_t data_offset);
+  PlanWeights(std::unique_ptr<MappedFile> file, uint64_t data_offset,
+              std::vector<TensorHash> tensors, std::string plan_path);
+  absl::Status CheckTensor(const ir::WeightRef& w, absl::Span<const uint8_t> bytes) const;
   std::unique_ptr<MappedFile> file_;
   absl::Span<const uint8_t> blob_;
   BlobWeightSource source_;
+  std::vector<TensorHash> tensors_;
+  absl::flat_hash_map<uint64_t, size_t> tensor_at_;  // blob offset -> index in tensors_
+  std::unique_ptr<std::atomic<bool>[]> verified_;    // by index in tensors_
+  std::string plan_path_;
 };
 
-// The WeightSourceInfo of a GGUF file image at `path` (made absolute), for jllm-compile.
+// The WeightSourceInfo of a GGUF file image at `path` (made absolute), for jllm-compile: the
+// header fingerprint and the full hash of each of `tensors` (the graph's weights).
 absl::StatusOr<WeightSourceInfo> DescribeGgufWeights(const std::string& path,
                                                      absl::Span<const uint8_t> file_bytes,
-                                                     uint64_t data_offset);
+                                                     uint64_t data_offset,
+                                                     absl::Span<const ir::WeightRef> tensors = {});
 
 }  // namespace jllm::runtime

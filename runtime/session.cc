@@ -128,6 +128,10 @@ absl::StatusOr<int32_t> Session::Prefill(absl::Span<const int32_t> tokens,
         options.on_logits(chunk[i], absl::MakeConstSpan(logits_).subspan(i * n_vocab, n_vocab));
       }
     }
+    if (options.on_prefill) {
+      options.on_prefill(static_cast<int64_t>(begin + chunk.size()),
+                         static_cast<int64_t>(tokens.size()));
+    }
   }
   return next;
 }

@@ -65,6 +65,9 @@ struct GenerateOptions {
   // Receives, in order, each processed position's token and logits row (prompt tokens and the
   // generated tokens fed back). Setting it makes the prefill compute every row.
   std::function<void(int32_t token, absl::Span<const float> logits)> on_logits;
+  // Called after each prefill chunk with the prompt tokens run so far and their total (for a
+  // progress display).
+  std::function<void(int64_t done, int64_t total)> on_prefill;
 };
 
 struct GenerateResult {

@@ -16,7 +16,7 @@ need() {
 }
 
 packages=(build-essential cmake ninja-build pkg-config libabsl-dev libyaml-cpp-dev libgtest-dev
-          libgmock-dev libpcre2-dev libutf8proc-dev nlohmann-json3-dev libcli11-dev nodejs npm
+          libgmock-dev libpcre2-dev libutf8proc-dev nlohmann-json3-dev libcli11-dev libxxhash-dev nodejs npm
           python3)
 missing=()
 for p in "${packages[@]}"; do

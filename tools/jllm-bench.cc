@@ -12,7 +12,6 @@
 #include <cmath>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <random>
 #include <string>
@@ -23,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "fileio/output_file.h"
 #include "frontends/gguf/gguf_file.h"
 #include "frontends/gguf/qwen3_graph.h"
 #include "ir/absl_compat.h"
@@ -33,6 +33,8 @@
 #include "runtime/decode_cost.h"
 #include "runtime/plan_file.h"
 #include "runtime/plan_weights.h"
+#include "tools/support/flag_checks.h"
+#include "tools/support/tool_main.h"
 
 namespace {
 
@@ -70,17 +72,18 @@ struct Row {
   }
 };
 
-int Fail(const absl::Status& st) {
-  std::fprintf(stderr, "jllm-bench: %s\n", std::string(st.message()).c_str());
-  return 1;
-}
+using jllm::tools::Fail;
+
+// Counts beyond this are no benchmark (and their sums would overflow).
+constexpr int64_t kMaxCount = int64_t{1} << 31;
 
 absl::StatusOr<std::vector<int64_t>> ParseList(const std::string& text, const std::string& flag) {
   std::vector<int64_t> out;
   for (absl::string_view item : absl::StrSplit(text, ',', absl::SkipEmpty())) {
     int64_t v;
-    if (!absl::SimpleAtoi(item, &v) || v < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(flag, ": '", item, "' is not a count >= 0"));
+    if (!absl::SimpleAtoi(item, &v) || v < 0 || v > kMaxCount) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(flag, ": '", item, "' is not a count in [0, ", kMaxCount, "]"));
     }
     out.push_back(v);
   }
@@ -212,9 +215,7 @@ nlohmann::json ToJson(const std::vector<Row>& rows) {
   return out;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int Main(int argc, char** argv) {
   CLI::App app{"Benchmarks jllm plans: prefill (pp) and decode (tg) speed, and decode as a fraction "
                "of the bandwidth ceiling."};
   std::vector<std::string> plans;
@@ -222,7 +223,7 @@ int main(int argc, char** argv) {
   std::string backend_name = "auto", json_path;
   int reps = 5;
   int64_t chunk = 512;
-  uint64_t seed = 42;
+  int64_t seed = 42;
   app.add_option("plans", plans, "plan files (from jllm-compile)")->required();
   app.add_option("-p,--n-prompt", prompt_list, "prompt lengths for pp tests, comma-separated (0: none)")
       ->capture_default_str();
@@ -238,7 +239,9 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember(jllm::runtime::BackendNames()))
       ->capture_default_str();
   app.add_option("-o,--output", format, "md or json")->check(CLI::IsMember({"md", "json"}))->capture_default_str();
-  app.add_option("--seed", seed, "seed of the random token ids")->capture_default_str();
+  app.add_option("--seed", seed, "seed of the random token ids")
+      ->check(jllm::tools::IntRange(0, jllm::tools::kNoMax))
+      ->capture_default_str();
   app.add_option("--json-out", json_path, "also write the JSON rows to FILE");
   CLI11_PARSE(app, argc, argv);
 
@@ -247,6 +250,21 @@ int main(int argc, char** argv) {
   auto depths = ParseList(depth_list, "-d");
   for (const auto* l : {&prompts, &gens, &depths}) {
     if (!l->ok()) return Fail(l->status());
+  }
+  // --json-out is checked (never one of the inputs, the plans' GGUFs included, never a directory
+  // or FIFO) before any work.
+  std::unique_ptr<jllm::fileio::OutputFile> json_out;
+  if (!json_path.empty()) {
+    std::vector<std::string> inputs = plans;
+    for (absl::string_view f : absl::StrSplit(passes_list, ',', absl::SkipEmpty())) inputs.emplace_back(f);
+    for (const std::string& p : plans) {
+      auto plan = jllm::runtime::ReadPlanFile(p);
+      if (!plan.ok()) return Fail(plan.status());
+      inputs.push_back(plan->weights.gguf_path);
+    }
+    auto created = jllm::fileio::OutputFile::Create(json_path, inputs);
+    if (!created.ok()) return Fail(created.status());
+    json_out = *std::move(created);
   }
   std::vector<Config> configs;
   for (const std::string& p : plans) {
@@ -333,10 +351,13 @@ int main(int argc, char** argv) {
   } else {
     PrintMarkdown(rows);
   }
-  if (!json_path.empty()) {
-    std::ofstream f(json_path, std::ios::trunc);
-    f << ToJson(rows).dump(2) << "\n";
-    if (!f) return Fail(absl::DataLossError(json_path + ": write failed"));
+  if (json_out) {
+    if (auto st = json_out->Write(ToJson(rows).dump(2) + "\n"); !st.ok()) return Fail(st);
+    if (auto st = json_out->Commit(); !st.ok()) return Fail(st);
   }
   return 0;
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return jllm::tools::RunTool("jllm-bench", argc, argv, Main); }

@@ -26,24 +26,21 @@
 #include "passes/pipeline.h"
 #include "passes/registry.h"
 #include "runtime/plan_file.h"
+#include "runtime/plan_check.h"
 #include "runtime/plan_weights.h"
+#include "tools/support/tool_main.h"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-int Fail(const absl::Status& status) {
-  std::fprintf(stderr, "jllm-compile: %s\n", std::string(status.message()).c_str());
-  return 1;
-}
+using jllm::tools::Fail;
 
 double Since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int Main(int argc, char** argv) {
   CLI::App app{"Compiles a Qwen3 GGUF model into a jllm plan file."};
   std::string model, out, passes_file, dump_after, arch_list;
   bool dump_ir = false;
@@ -100,13 +97,23 @@ int main(int argc, char** argv) {
   if (dump_ir) std::printf("%s", jllm::ir::Print(*graph).c_str());
   std::fflush(stdout);
 
-  std::fprintf(stderr, "jllm-compile: fingerprinting %s\n", model.c_str());
-  auto weights =
-      jllm::runtime::DescribeGgufWeights(model, (*file)->bytes(), (*file)->data_offset());
-  if (!weights.ok()) return Fail(weights.status());
-  plan.weights = *std::move(weights);
   plan.graph = *std::move(graph);
   plan.tokenizer = *std::move(tokenizer);
+  // What jllm-run would refuse, refused now, naming the model.
+  if (auto st = jllm::runtime::CheckPlanTokenizer(plan); !st.ok()) {
+    return Fail(model + ": jllm-run would refuse its tokenizer: " + std::string(st.message()) +
+                "; no plan written to " + out);
+  }
+  if (auto st = jllm::runtime::CheckPlanChatTemplate(plan); !st.ok()) {
+    jllm::tools::Warn(model + ": jllm-run --chat will refuse it: " + std::string(st.message()) +
+                      " (plain prompts still work)");
+  }
+
+  std::fprintf(stderr, "jllm-compile: hashing the weights of %s\n", model.c_str());
+  auto weights = jllm::runtime::DescribeGgufWeights(model, (*file)->bytes(),
+                                                    (*file)->data_offset(), plan.graph.weights);
+  if (!weights.ok()) return Fail(weights.status());
+  plan.weights = *std::move(weights);
 
   // The CUDA backend's kernels for this graph (plain data: no GPU needed).
   auto lowered = jllm::cuda::LowerGraph(plan.graph);
@@ -137,7 +144,8 @@ int main(int argc, char** argv) {
         "--arch: this jllm was built without NVRTC (no CUDA toolkit); compile the plan without --arch"));
 #endif
   }
-  if (auto st = jllm::runtime::WritePlanFile(plan, out); !st.ok()) return Fail(st);
+  const std::string inputs[] = {model, passes_file};
+  if (auto st = jllm::runtime::WritePlanFile(plan, out, inputs); !st.ok()) return Fail(st);
   int n_int8 = 0, n_f32 = 0;
   for (auto t : plan.graph.kv_dtypes) {
     n_int8 += t == jllm::ir::KvDType::kInt8;
@@ -151,3 +159,7 @@ int main(int argc, char** argv) {
                plan.weights.gguf_path.c_str(), Since(start));
   return 0;
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return jllm::tools::RunTool("jllm-compile", argc, argv, Main); }

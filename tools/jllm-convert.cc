@@ -9,11 +9,17 @@
 
 #include "CLI/CLI.hpp"
 #include "frontends/gguf/hf_import.h"
+#include "tools/support/flag_checks.h"
+#include "tools/support/progress.h"
+#include "tools/support/tool_main.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int Main(int argc, char** argv) {
   CLI::App app{"Converts a Hugging Face Qwen3 checkpoint folder to a GGUF file."};
   jllm::gguf::HfImportOptions options;
   std::string type = "f32", out;
+  int64_t threads = 0;
   app.add_option("dir", options.dir, "checkpoint folder (config.json, *.safetensors)")->required();
   std::string types;
   for (const auto& n : jllm::gguf::SynthWeightsNames()) types += (types.empty() ? "" : "|") + n;
@@ -21,22 +27,25 @@ int main(int argc, char** argv) {
                  "matrix type: " + types + " (q4_k_m: llama-quantize's Q4_K_M mix); norms stay f32")
       ->capture_default_str();
   app.add_option("--name", options.name, "general.name (default: the folder's name)");
-  app.add_option("--threads", options.threads, "worker threads (0: all cores)")->capture_default_str();
+  app.add_option("--threads", threads, "worker threads (0: all cores)")
+      ->check(jllm::tools::IntRange(0, jllm::tools::kNoMax, "0 = all cores"))
+      ->capture_default_str();
+  app.add_flag("--allow-no-tokenizer", options.allow_no_tokenizer,
+               "without tokenizer.json in the folder, write a placeholder vocabulary (256 byte "
+               "tokens; prompts only as jllm-run --prompt-ids) instead of refusing");
   app.add_option("-o,--output", out, "output .gguf path")->required();
   CLI11_PARSE(app, argc, argv);
 
+  options.threads = jllm::tools::CapThreads("--threads", threads);
   auto weights = jllm::gguf::ParseSynthWeights(type);
-  if (!weights.ok()) {
-    std::fprintf(stderr, "jllm-convert: --type: %s\n", std::string(weights.status().message()).c_str());
-    return 2;
-  }
+  if (!weights.ok()) return jllm::tools::Fail("--type: " + std::string(weights.status().message()));
   options.weights = *weights;
+  jllm::tools::Progress progress("writing " + out, jllm::tools::Progress::Unit::kBytes);
+  options.progress = [&progress](uint64_t done, uint64_t total) { progress.Update(done, total); };
   const auto start = std::chrono::steady_clock::now();
   auto summary = jllm::gguf::ImportHfCheckpoint(options, out);
-  if (!summary.ok()) {
-    std::fprintf(stderr, "jllm-convert: %s\n", std::string(summary.status().message()).c_str());
-    return 1;
-  }
+  progress.Finish();
+  if (!summary.ok()) return jllm::tools::Fail(summary.status());
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const auto& c = summary->plan.config;
@@ -50,8 +59,16 @@ int main(int argc, char** argv) {
   std::printf("  tokenizer  %s\n", summary->tokenizer_imported
                                        ? "imported from tokenizer.json"
                                        : "placeholder (256 byte tokens + unused slots; use --prompt-ids)");
+  if (!summary->tokenizer_imported) {
+    jllm::tools::Warn("no tokenizer.json in " + options.dir +
+                      ": wrote a placeholder vocabulary (--allow-no-tokenizer)");
+  }
   std::map<std::string, int> per_type;
   for (const auto& t : summary->plan.tensors) per_type[std::string(jllm::GgmlTypeName(t.type))]++;
   for (const auto& [name, count] : per_type) std::printf("  %-8s   %d tensors\n", name.c_str(), count);
   return 0;
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return jllm::tools::RunTool("jllm-convert", argc, argv, Main); }

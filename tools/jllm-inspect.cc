@@ -14,16 +14,15 @@
 #include "frontends/gguf/gguf_file.h"
 #include "frontends/gguf/gguf_format.h"
 #include "quant/quant.h"
+#include "tools/support/flag_checks.h"
+#include "tools/support/tool_main.h"
 
 namespace {
 
 using jllm::gguf::GgufFile;
 using jllm::gguf::TensorInfo;
 
-int Fail(const std::string& message) {
-  std::fprintf(stderr, "jllm-inspect: %s\n", message.c_str());
-  return 1;
-}
+int Fail(const std::string& message) { return jllm::tools::Fail(message); }
 
 void PrintSummary(const GgufFile& f, size_t max_items) {
   std::printf("%s: GGUF v%u, %llu bytes, alignment %u, tensor data at offset %llu\n",
@@ -124,9 +123,7 @@ int PrintTensor(const GgufFile& f, const std::string& name, const std::string& r
   return 0;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int Main(int argc, char** argv) {
   CLI::App app{"Shows a GGUF file's header, metadata and tensor table, or one tensor's values."};
   std::string path, tensor, rows;
   size_t max_items = 8;
@@ -134,6 +131,7 @@ int main(int argc, char** argv) {
   app.add_option("--tensor", tensor, "print this tensor's values, dequantized, one row per line");
   app.add_option("--rows", rows, "with --tensor: rows A:B (half-open; A:, :B or one row A)");
   app.add_option("--max-items", max_items, "array elements shown per metadata key")
+      ->check(jllm::tools::IntRange(0, 1 << 20))
       ->default_val(8);
   try {
     app.parse(argc, argv);
@@ -149,3 +147,7 @@ int main(int argc, char** argv) {
   PrintSummary(**file, max_items);
   return 0;
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return jllm::tools::RunTool("jllm-inspect", argc, argv, Main); }

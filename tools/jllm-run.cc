@@ -3,27 +3,25 @@
 //   jllm-run plan.bin -p "def fibonacci(n):" -n 64 --temp 0
 //   jllm-run plan.bin --chat [--no-think] [-p "system prompt"]
 //   jllm-run plan.bin --prompt-ids ids.txt -n 8 --temp 0 --dump-logits logits.f32
+//   jllm-run plan.bin -f prompt.txt   (or -f - for standard input)
 //   jllm-run plan.bin -p "..." --validate -n 32     cpu_ref and cuda in lockstep
 //   jllm-run plan.bin -p "..." --profile            where a prefill chunk's and a decode step's time goes
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cfloat>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
-#include <iterator>
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "CLI/CLI.hpp"
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_split.h"
-#include "absl/strings/str_format.h"
-#include "nlohmann/json.hpp"
+#include "absl/strings/str_cat.h"
+#include "backends/cpu_ref/cpu_ref_backend.h"
 #include "runtime/backend_factory.h"
 #include "runtime/conversation.h"
 #include "runtime/plan_file.h"
@@ -33,6 +31,11 @@
 #include "runtime/session.h"
 #include "runtime/tokenizer/chat_template.h"
 #include "runtime/validate.h"
+#include "tools/support/flag_checks.h"
+#include "tools/support/logits_dump.h"
+#include "tools/support/progress.h"
+#include "tools/support/prompt_files.h"
+#include "tools/support/tool_main.h"
 
 namespace {
 
@@ -40,60 +43,7 @@ using jllm::runtime::GenerateOptions;
 using jllm::runtime::GenerateResult;
 using jllm::runtime::StopReason;
 
-int Fail(const absl::Status& status) {
-  std::fprintf(stderr, "jllm-run: %s\n", std::string(status.message()).c_str());
-  return 1;
-}
-
-// --dump-logits: float32 rows [positions x n_vocab] in FILE, and FILE.json with the shape and
-// the token id of every row.
-class LogitsDump {
- public:
-  LogitsDump(std::string path, int64_t n_vocab) : path_(std::move(path)), n_vocab_(n_vocab) {
-    out_.open(path_, std::ios::binary | std::ios::trunc);
-  }
-  bool ok() const { return static_cast<bool>(out_); }
-  void Add(int32_t token, absl::Span<const float> row) {
-    out_.write(reinterpret_cast<const char*>(row.data()),
-               static_cast<std::streamsize>(row.size() * sizeof(float)));
-    token_ids_.push_back(token);
-  }
-  absl::Status Finish() {
-    out_.close();
-    if (!out_) return absl::DataLossError(path_ + ": writing the logits failed");
-    nlohmann::json j;
-    j["shape"] = {token_ids_.size(), n_vocab_};
-    j["dtype"] = "float32";
-    j["token_ids"] = token_ids_;
-    std::ofstream side(path_ + ".json", std::ios::trunc);
-    side << j.dump() << "\n";
-    if (!side) return absl::DataLossError(path_ + ".json: write failed");
-    return absl::OkStatus();
-  }
-
- private:
-  std::string path_;
-  int64_t n_vocab_;
-  std::ofstream out_;
-  std::vector<int32_t> token_ids_;
-};
-
-absl::StatusOr<std::vector<int32_t>> ReadPromptIds(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(path + ": cannot open");
-  const std::string text((std::istreambuf_iterator<char>(in)), {});
-  std::vector<int32_t> ids;
-  for (absl::string_view word : absl::StrSplit(text, absl::ByAnyChar(" \t\r\n"), absl::SkipEmpty())) {
-    int32_t id;
-    if (!absl::SimpleAtoi(word, &id)) {
-      return absl::InvalidArgumentError(path + ": '" + std::string(word) +
-                                        "' is not a token id (expected whitespace-separated integers)");
-    }
-    ids.push_back(id);
-  }
-  if (ids.empty()) return absl::InvalidArgumentError(path + ": no token ids");
-  return ids;
-}
+using jllm::tools::Fail;
 
 void PrintStats(const GenerateResult& r, const jllm::runtime::Session& s, int64_t max_tokens) {
   const auto& st = r.stats;
@@ -182,47 +132,74 @@ int Validate(const jllm::runtime::Plan& plan, const std::string& plan_path, cons
   return report->passed ? 0 : 3;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int Main(int argc, char** argv) {
+  using jllm::tools::IntRange;
+  using jllm::tools::kNoMax;
+  using jllm::tools::RealRange;
+  using jllm::tools::UsageError;
   CLI::App app{"Runs a jllm plan: streams generated text to stdout, statistics to stderr."};
-  std::string plan_path, prompt, prompt_ids_path, backend_name = "auto", dump_path, model_override;
+  std::string plan_path, prompt, prompt_file, prompt_ids_path, backend_name = "auto", dump_path,
+      model_override;
   std::vector<std::string> stops;
-  int64_t n_predict = -1, ctx = 0;
-  int threads = 0;
+  int64_t n_predict = -1, ctx = 0, threads = 0, seed = -1;
   bool chat = false, no_think = false, no_display_prompt = false, validate = false, profile = false;
   jllm::runtime::SamplerOptions so;
-  uint64_t seed = 0;
   app.add_option("plan", plan_path, "the plan file (from jllm-compile)")->required();
-  app.add_option("-p,--prompt", prompt, "the prompt (with --chat: the system prompt)");
+  auto* prompt_opt =
+      app.add_option("-p,--prompt", prompt, "the prompt (with --chat: the system prompt)");
+  app.add_option("-f,--file", prompt_file,
+                 "read the prompt from FILE (- for standard input; with --chat: the system prompt)")
+      ->excludes(prompt_opt);
   app.add_option("--prompt-ids", prompt_ids_path,
                  "a file of whitespace-separated token ids to use as the prompt (no tokenizer)");
-  app.add_option("-n,--n-predict", n_predict, "tokens to generate at most (-1: until the end)")
+  app.add_option("-n,--n-predict", n_predict, "tokens to generate at most")
+      ->check(IntRange(-2, kNoMax, "-1 = until end of generation, -2 = until the context is full"))
       ->capture_default_str();
   app.add_option("-c,--ctx-size", ctx, "context size in tokens (0: min(model's, 4096))")
+      ->check(IntRange(0, kNoMax, "0 = the model's context, at most 4096"))
       ->capture_default_str();
-  app.add_option("--temp", so.temperature, "temperature (0 = greedy)")->capture_default_str();
-  app.add_option("--top-k", so.top_k, "top-k (0 = off)")->capture_default_str();
-  app.add_option("--top-p", so.top_p, "top-p (1 = off)")->capture_default_str();
-  app.add_option("--min-p", so.min_p, "min-p (0 = off)")->capture_default_str();
+  app.add_option("--temp", so.temperature, "temperature (0 = greedy)")
+      ->check(RealRange(0, FLT_MAX, false, "0 = greedy"))
+      ->capture_default_str();
+  app.add_option("--top-k", so.top_k, "top-k (0 = off)")
+      ->check(IntRange(0, INT32_MAX, "0 = off"))
+      ->capture_default_str();
+  app.add_option("--top-p", so.top_p, "top-p (1 = off)")
+      ->check(RealRange(0, 1, /*min_exclusive=*/true, "1 = off"))
+      ->capture_default_str();
+  app.add_option("--min-p", so.min_p, "min-p (0 = off)")
+      ->check(RealRange(0, 1, false, "0 = off"))
+      ->capture_default_str();
   app.add_option("--repeat-penalty", so.repeat_penalty, "repetition penalty (1 = off)")
+      ->check(RealRange(0, FLT_MAX, /*min_exclusive=*/true, "1 = off"))
       ->capture_default_str();
-  app.add_option("--repeat-last-n", so.repeat_last_n, "recent tokens the penalty looks at")
+  app.add_option("--repeat-last-n", so.repeat_last_n,
+                 "recent tokens the penalty looks at (0 = off, -1 = the whole context)")
+      ->check(IntRange(-1, INT32_MAX, "0 = off, -1 = the whole context"))
       ->capture_default_str();
-  auto* seed_opt = app.add_option("--seed", seed, "random seed (default: a random one)");
+  app.add_option("--seed", seed, "random seed (-1: a random one)")
+      ->check(IntRange(-1, kNoMax, "-1 = random"))
+      ->capture_default_str();
   app.add_option("--backend", backend_name, "auto (the GPU if usable, else the CPU), cuda or cpu")
       ->check(CLI::IsMember(jllm::runtime::BackendNames()))
       ->capture_default_str();
-  app.add_flag("--validate", validate,
-               "run cpu_ref and cuda in lockstep on the prompt and -n steps (default 16); compare "
-               "the logits of every step; exit 3 beyond the bounds");
+  auto* validate_opt = app.add_flag(
+      "--validate", validate,
+      "run cpu_ref and cuda in lockstep on the prompt and -n steps (default 16); compare "
+      "the logits of every step; exit 3 beyond the bounds");
   app.add_flag("--profile", profile,
                "print where the time of the prompt's first prefill chunk and of one decode step goes, "
-               "by kernel, and exit");
-  app.add_option("-t,--threads", threads, "CPU threads (0: all cores)")->capture_default_str();
-  app.add_flag("--chat", chat, "a multi-turn conversation on stdin with the chat template");
-  app.add_flag("--no-think", no_think, "with --chat: ask the model to answer without thinking");
-  app.add_option("--stop", stops, "stop when this text appears (repeatable)");
+               "by kernel, and exit")
+      ->excludes(validate_opt);
+  app.add_option("-t,--threads", threads, "CPU threads (0: all cores)")
+      ->check(IntRange(0, kNoMax, "0 = all cores"))
+      ->capture_default_str();
+  auto* chat_opt =
+      app.add_flag("--chat", chat, "a multi-turn conversation on stdin with the chat template");
+  app.add_flag("--no-think", no_think, "with --chat: ask the model to answer without thinking")
+      ->needs(chat_opt);
+  app.add_option("--stop", stops, "stop when this text appears (repeatable)")
+      ->check(jllm::tools::NonEmpty("a stop string"));
   app.add_option("--dump-logits", dump_path,
                  "write float32 logits [positions x n_vocab] of every processed position to "
                  "FILE, and FILE.json with shape and token_ids");
@@ -231,38 +208,57 @@ int main(int argc, char** argv) {
   app.add_flag("--no-display-prompt", no_display_prompt, "do not echo the prompt to stdout");
   CLI11_PARSE(app, argc, argv);
 
-  if (!chat && prompt.empty() && prompt_ids_path.empty()) {
-    std::fprintf(stderr, "jllm-run: give a prompt (-p TEXT or --prompt-ids FILE) or --chat\n");
-    return 2;
+  const bool has_prompt = app.count("--prompt") > 0 || !prompt_file.empty();
+  if (!chat && !has_prompt && prompt_ids_path.empty()) {
+    return UsageError("give a prompt (-p TEXT, -f FILE or --prompt-ids FILE) or --chat");
   }
-  if (chat && !prompt_ids_path.empty()) {
-    std::fprintf(stderr, "jllm-run: --prompt-ids cannot be combined with --chat\n");
-    return 2;
+  if (chat && !prompt_ids_path.empty()) return UsageError("--prompt-ids cannot be combined with --chat");
+  if (chat && prompt_file == "-") {
+    return UsageError("-f - cannot be combined with --chat (standard input carries the turns)");
   }
-  if (!prompt.empty() && !prompt_ids_path.empty()) {
-    std::fprintf(stderr, "jllm-run: give -p or --prompt-ids, not both\n");
-    return 2;
+  if (has_prompt && !prompt_ids_path.empty()) return UsageError("give -p/-f or --prompt-ids, not both");
+  if ((validate || profile) && chat) return UsageError("--validate and --profile take a prompt, not --chat");
+  if ((validate || profile) && !dump_path.empty()) {
+    return UsageError("--dump-logits cannot be combined with --validate or --profile (they write no logits)");
   }
-  so.seed = seed_opt->count() > 0 ? seed : std::random_device{}();
+  if (!prompt_file.empty()) {
+    auto text = jllm::tools::ReadPromptText(prompt_file);
+    if (!text.ok()) return Fail(text.status());
+    prompt = *std::move(text);
+  }
+  if (!chat && app.count("--prompt") > 0 && prompt.empty()) return UsageError("-p: the prompt is empty");
+  so.seed = seed >= 0 ? static_cast<uint64_t>(seed) : std::random_device{}();
+  if (so.repeat_last_n < 0) so.repeat_last_n = INT32_MAX;  // the window never outgrows the context
   if (auto st = jllm::runtime::ValidateSamplerOptions(so); !st.ok()) return Fail(st);
 
+  // Everything that can be refused without the model is refused before it is loaded.
+  absl::StatusOr<std::vector<int32_t>> prompt_ids;
+  if (!prompt_ids_path.empty()) {
+    prompt_ids = jllm::tools::ReadPromptIds(prompt_ids_path);
+    if (!prompt_ids.ok()) return Fail(prompt_ids.status());
+  }
   auto plan = jllm::runtime::ReadPlanFile(plan_path);
   if (!plan.ok()) return Fail(plan.status());
+  std::unique_ptr<jllm::tools::LogitsDump> dump;
+  if (!dump_path.empty()) {
+    const std::string inputs[] = {
+        plan_path, model_override.empty() ? plan->weights.gguf_path : model_override,
+        prompt_file == "-" ? "" : prompt_file, prompt_ids_path};
+    auto created = jllm::tools::LogitsDump::Create(dump_path, plan->graph.config.n_vocab, inputs);
+    if (!created.ok()) return Fail(created.status());
+    dump = *std::move(created);
+  }
   jllm::runtime::SessionOptions sess_opts;
   sess_opts.context = ctx;
-  sess_opts.n_threads = threads;
+  sess_opts.n_threads = jllm::tools::CapThreads("-t", threads);
   if (validate) {
-    if (chat) return Fail(absl::InvalidArgumentError("--validate cannot be combined with --chat"));
-    std::unique_ptr<jllm::runtime::Tokenizer> tok;
-    absl::StatusOr<std::vector<int32_t>> ids;
+    absl::StatusOr<std::vector<int32_t>> ids = std::move(prompt_ids);
     if (prompt_ids_path.empty()) {
       auto t = jllm::runtime::Tokenizer::Create(plan->tokenizer);
       if (!t.ok()) return Fail(t.status());
       jllm::runtime::EncodeOptions eo;
       eo.parse_special = true;
       ids = (*t)->Encode(prompt, eo);
-    } else {
-      ids = ReadPromptIds(prompt_ids_path);
     }
     if (!ids.ok()) return Fail(ids.status());
     return Validate(*plan, plan_path, model_override, *ids, n_predict < 0 ? 16 : n_predict, so, sess_opts);
@@ -291,7 +287,7 @@ int main(int argc, char** argv) {
   }
   if (profile) {
     absl::StatusOr<std::vector<int32_t>> ids =
-        prompt_ids_path.empty() ? s.Tokenize(prompt) : ReadPromptIds(prompt_ids_path);
+        prompt_ids_path.empty() ? s.Tokenize(prompt) : std::move(prompt_ids);
     if (!ids.ok()) return Fail(ids.status());
     auto profiles = s.Profile(*ids);
     if (!profiles.ok()) return Fail(profiles.status());
@@ -299,57 +295,71 @@ int main(int argc, char** argv) {
     return 0;
   }
 
-  std::unique_ptr<LogitsDump> dump;
   GenerateOptions go;
-  go.max_tokens = n_predict;
+  go.max_tokens = n_predict < 0 ? -1 : n_predict;  // -1 and -2: no limit but the context's
   go.stop_strings = stops;
-  go.on_text = [](std::string_view piece) {
-    std::fwrite(piece.data(), 1, piece.size(), stdout);
-    std::fflush(stdout);
-    return true;
+  // The prompt is echoed with the first generated text (or once the run succeeds), so a prompt
+  // that is refused (too long for the context) is not printed in full before its error.
+  bool echo_pending = !chat && !prompt.empty() && !no_display_prompt;
+  const auto echo_prompt = [&] {
+    if (!echo_pending) return jllm::tools::StdoutOk();
+    echo_pending = false;
+    return jllm::tools::WriteStdout(prompt);
   };
-  if (!dump_path.empty()) {
-    dump = std::make_unique<LogitsDump>(dump_path, s.config().n_vocab);
-    if (!dump->ok()) return Fail(absl::PermissionDeniedError(dump_path + ": cannot create"));
+  go.on_text = [&](std::string_view piece) {
+    return echo_prompt() && jllm::tools::WriteStdout(piece);  // false: stdout failed, stop
+  };
+  std::unique_ptr<jllm::tools::Progress> progress;
+  go.on_prefill = [&progress](int64_t done, int64_t total) {
+    if (progress) progress->Update(done, total);
+  };
+  if (dump) {
     go.on_logits = [&dump](int32_t token, absl::Span<const float> row) { dump->Add(token, row); };
   }
   jllm::runtime::Sampler sampler(so);
+  const auto new_progress = [&progress] {
+    progress = std::make_unique<jllm::tools::Progress>("prefill", jllm::tools::Progress::Unit::kTokens);
+  };
 
   if (chat) {
     auto tmpl = jllm::runtime::ChatTemplate::FromGgufTemplate(plan->tokenizer.chat_template);
-    if (!tmpl.ok()) return Fail(tmpl.status());
+    if (!tmpl.ok()) return Fail(plan_path + ": " + std::string(tmpl.status().message()));
     jllm::runtime::ChatOptions co;
     co.enable_thinking = !no_think;
     jllm::runtime::Conversation conv(s, *tmpl, co, prompt);
     const bool tty = isatty(STDIN_FILENO);
     std::string line;
+    int failed_turns = 0;
     while (true) {
       if (tty) std::fprintf(stderr, "> ");
       if (!std::getline(std::cin, line)) break;
       if (line.empty()) continue;
+      new_progress();
       auto r = conv.Reply(line, sampler, go);
+      progress.reset();
       if (!r.ok()) {
-        std::fprintf(stderr, "jllm-run: %s\n", std::string(r.status().message()).c_str());
-        if (absl::IsResourceExhausted(r.status())) break;  // the context cannot take more
+        // The context cannot take this turn, so none after it either: stop with an error
+        // rather than drop the rest of the input and report success.
+        if (absl::IsResourceExhausted(r.status())) {
+          return Fail(std::string(r.status().message()) + "; the conversation ends here, unanswered input is left unread");
+        }
+        jllm::tools::PrintError(std::string(r.status().message()));
+        ++failed_turns;
         continue;
       }
-      std::printf("\n");
-      std::fflush(stdout);
+      if (!jllm::tools::WriteStdout("\n")) break;
       PrintStats(*r, s, n_predict);
-      if (r->stop == StopReason::kContextFull) break;
     }
+    if (failed_turns > 0) return Fail(std::to_string(failed_turns) + " turn(s) failed (see above)");
   } else {
     absl::StatusOr<std::vector<int32_t>> ids =
-        prompt_ids_path.empty() ? s.Tokenize(prompt) : ReadPromptIds(prompt_ids_path);
+        prompt_ids_path.empty() ? s.Tokenize(prompt) : std::move(prompt_ids);
     if (!ids.ok()) return Fail(ids.status());
-    if (!prompt.empty() && !no_display_prompt) {
-      std::fwrite(prompt.data(), 1, prompt.size(), stdout);
-      std::fflush(stdout);
-    }
+    new_progress();
     auto r = s.Generate(*ids, sampler, go);
+    progress.reset();
     if (!r.ok()) return Fail(r.status());
-    std::printf("\n");
-    std::fflush(stdout);
+    if (echo_prompt()) jllm::tools::WriteStdout("\n");
     PrintStats(*r, s, n_predict);
   }
   if (dump) {
@@ -357,3 +367,7 @@ int main(int argc, char** argv) {
   }
   return 0;
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return jllm::tools::RunTool("jllm-run", argc, argv, Main); }

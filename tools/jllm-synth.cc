@@ -2,37 +2,27 @@
 // benchmarks, so the project never downloads weights. All logic is in frontends/gguf/synth_*.
 //
 //   jllm-synth --preset 4b --tokenizer .deps/qwen3-tokenizer -o /tmp/4b.gguf
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdio>
 #include <string>
 
 #include "CLI/CLI.hpp"
 #include "frontends/gguf/synth_model.h"
+#include "tools/support/flag_checks.h"
+#include "tools/support/progress.h"
+#include "tools/support/tool_main.h"
 
 namespace {
 
 using jllm::gguf::SynthFill;
 using jllm::gguf::SynthOptions;
 using jllm::gguf::SynthSummary;
+using jllm::tools::HumanBytes;
 
 std::string Join(const std::vector<std::string>& v) {
   std::string out;
   for (const auto& s : v) out += (out.empty() ? "" : "|") + s;
   return out;
-}
-
-std::string HumanBytes(double b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (b >= 1024 && u < 4) {
-    b /= 1024;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), u == 0 ? "%.0f %s" : "%.2f %s", b, units[u]);
-  return buf;
 }
 
 void PrintSummary(const SynthOptions& options, const SynthSummary& s, const std::string& path,
@@ -60,12 +50,11 @@ void PrintSummary(const SynthOptions& options, const SynthSummary& s, const std:
   }
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int Main(int argc, char** argv) {
   CLI::App app{"Writes a Qwen3-architecture GGUF with seeded random weights."};
   SynthOptions options;
   std::string preset = "tiny", type = "q4_k_m", out, fill = "auto";
+  int64_t threads = 0;
   app.add_option("--preset", preset, "model shape: " + Join(jllm::gguf::SynthPresetNames()))
       ->capture_default_str();
   app.add_option("--type", type,
@@ -74,24 +63,25 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--tokenizer", options.tokenizer_dir,
                  "Hugging Face tokenizer folder (tokenizer.json, tokenizer_config.json); "
-                 "required except for --preset tiny");
-  app.add_option("--seed", options.seed, "random seed")->capture_default_str();
+                 "required except for --preset tiny")
+      ->check(jllm::tools::NonEmpty("a folder"));
+  app.add_option("--seed", options.seed, "random seed")
+      ->check(jllm::tools::IntRange(0, jllm::tools::kNoMax))
+      ->capture_default_str();
   app.add_option("--fill", fill,
                  "auto|exact|pool: quantize every weight, or pick from a quantized random pool "
                  "(auto: exact up to 100M parameters)")
       ->capture_default_str();
-  app.add_option("--threads", options.threads, "worker threads (0: all cores)")
+  app.add_option("--threads", threads, "worker threads (0: all cores)")
+      ->check(jllm::tools::IntRange(0, jllm::tools::kNoMax, "0 = all cores"))
       ->capture_default_str();
   app.add_option("-o,--output", out, "output .gguf path")->required();
   CLI11_PARSE(app, argc, argv);
 
   options.preset = preset;
+  options.threads = jllm::tools::CapThreads("--threads", threads);
   auto weights = jllm::gguf::ParseSynthWeights(type);
-  if (!weights.ok()) {
-    std::fprintf(stderr, "jllm-synth: --type: %s\n",
-                 std::string(weights.status().message()).c_str());
-    return 2;
-  }
+  if (!weights.ok()) return jllm::tools::Fail("--type: " + std::string(weights.status().message()));
   options.weights = *weights;
   if (fill == "auto") {
     options.fill = SynthFill::kAuto;
@@ -100,27 +90,21 @@ int main(int argc, char** argv) {
   } else if (fill == "pool") {
     options.fill = SynthFill::kPool;
   } else {
-    std::fprintf(stderr, "jllm-synth: --fill must be auto, exact or pool, not '%s'\n",
-                 fill.c_str());
-    return 2;
+    return jllm::tools::Fail("--fill must be auto, exact or pool, not '" + fill + "'");
   }
-  if (isatty(STDERR_FILENO)) {
-    options.progress = [](uint64_t done, uint64_t total) {
-      std::fprintf(stderr, "\rjllm-synth: %5.1f%% of %s", total ? 100.0 * done / total : 100.0,
-                   HumanBytes(static_cast<double>(total)).c_str());
-      if (done == total) std::fprintf(stderr, "\n");
-      std::fflush(stderr);
-    };
-  }
+  jllm::tools::Progress progress("writing " + out, jllm::tools::Progress::Unit::kBytes);
+  options.progress = [&progress](uint64_t done, uint64_t total) { progress.Update(done, total); };
 
   const auto start = std::chrono::steady_clock::now();
   auto summary = jllm::gguf::WriteSynthModel(options, out);
-  if (!summary.ok()) {
-    std::fprintf(stderr, "jllm-synth: %s\n", std::string(summary.status().message()).c_str());
-    return 1;
-  }
+  progress.Finish();
+  if (!summary.ok()) return jllm::tools::Fail(summary.status());
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   PrintSummary(options, *summary, out, seconds);
   return 0;
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return jllm::tools::RunTool("jllm-synth", argc, argv, Main); }

@@ -2,9 +2,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "ir/absl_compat.h"
 #include "ir/status.h"
 #include "ir/verify.h"
@@ -12,8 +16,10 @@
 namespace jllm::cpu_ref {
 namespace {
 
-// No single value may need more than this many elements at T = S = max_context (16 GiB of
-// f32): a graph declaring absurd widths is refused instead of exhausting memory.
+// No single value may need more than this many elements (16 GiB of f32): checked for a
+// one-token step at the full context when the graph loads, and for each step's actual T and S
+// before its buffers are allocated, so a graph declaring absurd widths is refused instead of
+// exhausting memory.
 constexpr int64_t kMaxValueElements = int64_t{1} << 32;
 
 std::string ValueName(const ir::Graph& g, ir::ValueId v) { return "%" + g.name_of(v); }
@@ -33,6 +39,73 @@ bool AppendsKv(ir::OpKind op) {
   return op == ir::OpKind::kKvAppend || op == ir::OpKind::kQkNormRopeKvAppend;
 }
 
+// The layer and head split of a kv append node.
+struct KvAppendShape {
+  int64_t layer, n_head_kv, head_dim;
+};
+KvAppendShape KvShapeOf(const ir::Node& n) {
+  if (n.op == ir::OpKind::kKvAppend) {
+    const auto& a = n.attrs_as<ir::KvAppendAttrs>();
+    return {a.layer, a.n_head_kv, a.head_dim};
+  }
+  const auto& a = n.attrs_as<ir::QkNormRopeKvAppendAttrs>();
+  return {a.layer, a.n_head_kv, a.head_dim};
+}
+
+// Memory the system could give us now (MemAvailable); nullopt where /proc/meminfo does not say.
+std::optional<double> AvailableMemoryBytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  double kib = 0;
+  std::string unit;
+  while (in >> key >> kib >> unit) {
+    if (key == "MemAvailable:") return kib * 1024.0;
+  }
+  return std::nullopt;
+}
+
+std::string GiB(double bytes) { return absl::StrFormat("%.2f GiB", bytes / (1024.0 * 1024 * 1024)); }
+
+// Refuses a context whose KV cache (plus the f32 weights, which Create allocates whole) cannot
+// fit in the memory available, before anything is allocated: an absurd -c is an error saying
+// what would fit, not std::bad_alloc or tens of GB of swapping.
+absl::Status CheckMemoryFits(const ir::Graph& g, int64_t max_context) {
+  double per_position = 0;
+  for (const ir::Node& n : g.nodes) {
+    if (!AppendsKv(n.op)) continue;
+    const KvAppendShape k = KvShapeOf(n);
+    if (k.layer < 0 || static_cast<size_t>(k.layer) >= g.kv_dtypes.size()) continue;  // Verify's
+    per_position += static_cast<double>(
+        KvCache::BytesPerPosition(g.kv_dtypes[k.layer], k.n_head_kv, k.head_dim));
+  }
+  double weights = 0;
+  std::vector<bool> used(g.weights.size(), false);
+  for (const ir::Node& n : g.nodes) {
+    for (ir::WeightId w : n.weights) used[w] = true;
+  }
+  for (size_t i = 0; i < g.weights.size(); ++i) {
+    if (!used[i]) continue;
+    double elements = 1;
+    for (int64_t d : g.weights[i].ne) elements *= static_cast<double>(d);
+    weights += 4 * elements;
+  }
+  const std::optional<double> available = AvailableMemoryBytes();
+  if (!available) return absl::OkStatus();
+  const double kv = per_position * static_cast<double>(max_context);
+  if (weights + kv <= *available) return absl::OkStatus();
+  if (weights >= *available) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "cpu_ref: the model's weights in f32 alone need ", GiB(weights), ", but ",
+        GiB(*available), " of memory is available"));
+  }
+  const int64_t fit = static_cast<int64_t>((*available - weights) / per_position);
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "cpu_ref: a KV cache for a context of ", max_context, " positions needs ", GiB(kv), " (",
+      absl::StrFormat("%.1f", per_position / 1024), " KiB per position), and the f32 weights ",
+      GiB(weights), ", but ", GiB(*available), " of memory is available: at most ", fit,
+      " positions fit; lower the context size (-c)"));
+}
+
 }  // namespace
 
 GraphExecutor::GraphExecutor(const ir::Graph& graph, int64_t max_context, int n_threads)
@@ -49,6 +122,7 @@ absl::StatusOr<std::unique_ptr<GraphExecutor>> GraphExecutor::Create(
         "cpu_ref: max_context = ", options.max_context, " must be in [1, ",
         graph.config.context_length, "] (the model's context_length)"));
   }
+  RETURN_IF_ERROR(CheckMemoryFits(graph, options.max_context));
   std::unique_ptr<GraphExecutor> exec(
       new GraphExecutor(graph, options.max_context, options.n_threads));
   RETURN_IF_ERROR(exec->PrepareNodes());
@@ -82,17 +156,12 @@ absl::Status GraphExecutor::PrepareNodes() {
         return absl::UnimplementedError(absl::StrCat(where, ": cpu_ref cannot run this op"));
     }
     if (AppendsKv(n.op)) {
-      int64_t layer, n_head_kv, head_dim;
-      if (n.op == ir::OpKind::kKvAppend) {
-        const auto& a = n.attrs_as<ir::KvAppendAttrs>();
-        layer = a.layer, n_head_kv = a.n_head_kv, head_dim = a.head_dim;
-      } else {
-        const auto& a = n.attrs_as<ir::QkNormRopeKvAppendAttrs>();
-        layer = a.layer, n_head_kv = a.n_head_kv, head_dim = a.head_dim;
-      }
+      const auto [layer, n_head_kv, head_dim] = KvShapeOf(n);
       if (n_head_kv * head_dim > kMaxValueElements / (2 * max_context_)) {
-        return absl::InvalidArgumentError(absl::StrCat(where, ": a KV cache of ", max_context_,
-                                                       " positions would be too large"));
+        return absl::ResourceExhaustedError(absl::StrCat(
+            where, ": a KV cache of ", max_context_, " positions would exceed ",
+            kMaxValueElements, " elements per layer; lower the context size (-c) to at most ",
+            kMaxValueElements / (2 * n_head_kv * head_dim)));
       }
       caches_[layer] = std::make_unique<KvCache>(g.kv_dtypes[layer], max_context_, n_head_kv,
                                                  head_dim);
@@ -109,14 +178,16 @@ absl::Status GraphExecutor::PrepareNodes() {
       }
     }
   }
+  // Every value must fit for a decode step (T = 1) at the full context; longer steps are
+  // checked when they run (Run), since prefill comes in chunks far shorter than the context.
   for (size_t v = 0; v < g.values.size(); ++v) {
     if (cache_layer_[v] >= 0) continue;
     const ir::ValueType& t = g.type_of(static_cast<ir::ValueId>(v));
-    if (Elements(t.shape, max_context_, max_context_) < 0) {
+    if (Elements(t.shape, 1, max_context_) < 0) {
       return absl::InvalidArgumentError(absl::StrCat(
           "cpu_ref: value ", ValueName(g, static_cast<ir::ValueId>(v)), " (",
-          ir::ValueTypeToString(t), ") would exceed ", kMaxValueElements, " elements at ",
-          max_context_, " positions"));
+          ir::ValueTypeToString(t), ") would exceed ", kMaxValueElements,
+          " elements in a one-token step at ", max_context_, " positions"));
     }
   }
   f32_.resize(g.values.size());
@@ -208,6 +279,12 @@ absl::Status GraphExecutor::Run(int64_t n_tokens, int64_t pos0, absl::Span<const
     const int64_t n = static_cast<ir::ValueId>(v) == last_row_only
                           ? t.shape.dims.back()
                           : Elements(t.shape, t_, s_);
+    if (n < 0) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "cpu_ref: value ", ValueName(graph_, static_cast<ir::ValueId>(v)), " (",
+          ir::ValueTypeToString(t), ") would exceed ", kMaxValueElements, " elements in a step of ",
+          t_, " tokens at ", s_, " positions; run fewer tokens per step"));
+    }
     if (t.dtype == ir::DType::kI32) {
       i32_[v].assign(n, 0);
     } else {

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
+#include "ir/model_config.h"
 #include "quant/quant.h"
 
 namespace jllm::cpu_ref {
@@ -23,14 +25,23 @@ const float* HalfTable() {
 KvCache::KvCache(ir::KvDType type, int64_t n_pos, int64_t n_head_kv, int64_t head_dim)
     : type_(type), n_pos_(n_pos), n_head_kv_(n_head_kv), head_dim_(head_dim),
       width_(n_head_kv * head_dim) {
+  // make_unique_for_overwrite: default-initialized, so the pages stay untouched until written.
+  const size_t rows = static_cast<size_t>(2 * n_pos_);
   if (type_ == ir::KvDType::kF16) {
-    half_.assign(2 * n_pos_ * width_, 0);
+    half_ = std::make_unique_for_overwrite<uint16_t[]>(rows * width_);
   } else if (type_ == ir::KvDType::kF32) {
-    full_.assign(2 * n_pos_ * width_, 0.0f);
+    full_ = std::make_unique_for_overwrite<float[]>(rows * width_);
   } else {
-    q_.assign(2 * n_pos_ * width_, 0);
-    scales_.assign(2 * n_pos_ * n_head_kv_, 0);
+    q_ = std::make_unique_for_overwrite<int8_t[]>(rows * width_);
+    scales_ = std::make_unique_for_overwrite<uint16_t[]>(rows * n_head_kv_);
   }
+}
+
+int64_t KvCache::BytesPerPosition(ir::KvDType type, int64_t n_head_kv, int64_t head_dim) {
+  ir::ModelConfig c;  // the one formula for KV sizes lives with the model config
+  c.n_head_kv = n_head_kv;
+  c.head_dim = head_dim;
+  return ir::KvBytesPerTokenPerLayer(c, type);
 }
 
 void KvCache::Write(int64_t pos, const float* k, const float* v) {

@@ -8,7 +8,7 @@
 #pragma once
 
 #include <cstdint>
-#include <vector>
+#include <memory>
 
 #include "ir/types.h"
 
@@ -16,7 +16,12 @@ namespace jllm::cpu_ref {
 
 class KvCache {
  public:
+  // Reserves the storage without touching it: pages are committed as positions are written,
+  // so a large context costs memory only as it fills (reads only ever see written positions).
   KvCache(ir::KvDType type, int64_t n_pos, int64_t n_head_kv, int64_t head_dim);
+
+  // Bytes one position takes (K and V rows, int8 scales included).
+  static int64_t BytesPerPosition(ir::KvDType type, int64_t n_head_kv, int64_t head_dim);
 
   ir::KvDType type() const { return type_; }
   int64_t n_pos() const { return n_pos_; }
@@ -35,10 +40,10 @@ class KvCache {
   int64_t n_head_kv_;
   int64_t head_dim_;
   int64_t width_;
-  std::vector<uint16_t> half_;    // f16: [2][n_pos][width]
-  std::vector<float> full_;       // f32: [2][n_pos][width]
-  std::vector<int8_t> q_;         // int8: [2][n_pos][width]
-  std::vector<uint16_t> scales_;  // int8: [2][n_pos][n_head_kv], f16
+  std::unique_ptr<uint16_t[]> half_;    // f16: [2][n_pos][width]
+  std::unique_ptr<float[]> full_;       // f32: [2][n_pos][width]
+  std::unique_ptr<int8_t[]> q_;         // int8: [2][n_pos][width]
+  std::unique_ptr<uint16_t[]> scales_;  // int8: [2][n_pos][n_head_kv], f16
 };
 
 }  // namespace jllm::cpu_ref

@@ -1,8 +1,5 @@
 #include "frontends/gguf/gguf_writer.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -12,6 +9,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "fileio/output_file.h"
 #include "frontends/gguf/gguf_value_util.h"
 #include "ir/status.h"
 
@@ -142,62 +140,16 @@ absl::Status PutValue(const Value& v, Encoder& out) {
   return v.type == ValueType::kArray ? PutArray(v, out) : PutScalar(v, out);
 }
 
-// The open temporary file. Unless Commit() succeeds, it is closed and removed, so a failed
-// write leaves whatever was at the destination untouched.
-class TempFile {
- public:
-  explicit TempFile(std::string dest) : dest_(std::move(dest)), tmp_(dest_ + ".tmp") {}
-  ~TempFile() {
-    if (fd_ >= 0) ::close(fd_);
-    if (!committed_) ::unlink(tmp_.c_str());
+// Zero bytes up to the next alignment boundary.
+absl::Status WriteZeros(fileio::OutputFile& out, uint64_t n) {
+  static constexpr uint8_t kZeros[256] = {};
+  while (n > 0) {
+    const uint64_t k = n < sizeof(kZeros) ? n : sizeof(kZeros);
+    RETURN_IF_ERROR(out.Write(kZeros, k));
+    n -= k;
   }
-
-  absl::Status Open() {
-    fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd_ < 0) return absl::ErrnoToStatus(errno, absl::StrCat(tmp_, ": cannot create"));
-    return absl::OkStatus();
-  }
-
-  absl::Status Write(const void* data, uint64_t n) {
-    const auto* p = static_cast<const uint8_t*>(data);
-    while (n > 0) {
-      const ssize_t w = ::write(fd_, p, n);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) return absl::ErrnoToStatus(errno, absl::StrCat(tmp_, ": write failed"));
-      p += w;
-      n -= static_cast<uint64_t>(w);
-    }
-    return absl::OkStatus();
-  }
-
-  absl::Status WriteZeros(uint64_t n) {
-    static constexpr uint8_t kZeros[256] = {};
-    while (n > 0) {
-      const uint64_t k = n < sizeof(kZeros) ? n : sizeof(kZeros);
-      RETURN_IF_ERROR(Write(kZeros, k));
-      n -= k;
-    }
-    return absl::OkStatus();
-  }
-
-  // Flushes to disk, closes and renames over the destination.
-  absl::Status Commit() {
-    if (::fsync(fd_) != 0) return absl::ErrnoToStatus(errno, absl::StrCat(tmp_, ": fsync failed"));
-    const int rc = ::close(fd_);
-    fd_ = -1;
-    if (rc != 0) return absl::ErrnoToStatus(errno, absl::StrCat(tmp_, ": close failed"));
-    if (::rename(tmp_.c_str(), dest_.c_str()) != 0) {
-      return absl::ErrnoToStatus(errno, absl::StrCat("cannot rename ", tmp_, " to ", dest_));
-    }
-    committed_ = true;
-    return absl::OkStatus();
-  }
-
- private:
-  std::string dest_, tmp_;
-  int fd_ = -1;
-  bool committed_ = false;
-};
+  return absl::OkStatus();
+}
 
 }  // namespace
 
@@ -325,7 +277,7 @@ absl::Status GgufWriter::AddTensor(std::string name, GgmlType type, std::vector<
   return absl::OkStatus();
 }
 
-absl::Status GgufWriter::Write(const std::string& path) {
+absl::Status GgufWriter::Write(const std::string& path, absl::Span<const std::string> inputs) {
   auto error = [&](absl::string_view what) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": ", what));
   };
@@ -380,8 +332,8 @@ absl::Status GgufWriter::Write(const std::string& path) {
   std::string& head = header.bytes();
   head.resize(PadTo(head.size(), alignment_), '\0');
 
-  TempFile out(path);
-  RETURN_IF_ERROR(out.Open());
+  ASSIGN_OR_RETURN(std::unique_ptr<fileio::OutputFile> file, fileio::OutputFile::Create(path, inputs));
+  fileio::OutputFile& out = *file;
   RETURN_IF_ERROR(out.Write(head.data(), head.size()));
   head.clear();
   head.shrink_to_fit();
@@ -393,7 +345,7 @@ absl::Status GgufWriter::Write(const std::string& path) {
       return error(absl::StrCat("tensor '", t.info.name, "': ", s.message()));
     }
     RETURN_IF_ERROR(out.Write(buffer.data(), t.info.nbytes));
-    RETURN_IF_ERROR(out.WriteZeros(PadTo(t.info.nbytes, alignment_) - t.info.nbytes));
+    RETURN_IF_ERROR(WriteZeros(out, PadTo(t.info.nbytes, alignment_) - t.info.nbytes));
   }
   return out.Commit();
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/types/span.h"
 #include "frontends/gguf/gguf_file.h"
 
 namespace jllm::gguf {
@@ -41,10 +42,12 @@ class GgufWriter {
   absl::Status AddTensor(std::string name, GgmlType type, std::vector<int64_t> ne,
                          std::vector<uint8_t> bytes);
 
-  // Writes PATH.tmp, then renames it over `path`; on any error the temporary file is removed
-  // and `path` is left as it was. Tensor data stream through one reusable buffer (the size of
-  // the largest tensor), so the model is never held in memory whole. The writer can be reused.
-  absl::Status Write(const std::string& path);
+  // Writes `path` through fileio::OutputFile: a unique temporary file renamed over it, so on
+  // any error `path` is left as it was and no temporary file remains; a `path` that is one of
+  // `inputs` (the files the data come from) is refused before anything is computed. Tensor
+  // data stream through one reusable buffer (the size of the largest tensor), so the model is
+  // never held in memory whole. The writer can be reused.
+  absl::Status Write(const std::string& path, absl::Span<const std::string> inputs = {});
 
  private:
   struct PendingTensor {

@@ -4,15 +4,14 @@
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <optional>
-#include <sstream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "fileio/read_file.h"
 #include "frontends/gguf/gguf_writer.h"
 #include "quant/quant.h"
 #include "frontends/gguf/safetensors_file.h"
@@ -27,11 +26,8 @@ using json = nlohmann::json;
 namespace fs = std::filesystem;
 
 absl::StatusOr<json> ReadJson(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path.string(), ": cannot open"));
-  std::ostringstream text;
-  text << in.rdbuf();
-  json j = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  ASSIGN_OR_RETURN(std::string text, fileio::ReadFile(path.string(), "checkpoint file"));
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return absl::InvalidArgumentError(absl::StrCat(path.string(), ": not valid JSON"));
   return j;
 }
@@ -366,8 +362,14 @@ absl::StatusOr<HfImportSummary> ImportHfCheckpoint(const HfImportOptions& option
   if (fs::exists(dir / "tokenizer.json", ec)) {
     ASSIGN_OR_RETURN(tokenizer, ImportHfTokenizer(options.dir, plan.config.n_vocab));
     summary.tokenizer_imported = true;
-  } else {
+  } else if (options.allow_no_tokenizer) {
     ASSIGN_OR_RETURN(tokenizer, PlaceholderTokenizerData(plan.config.n_vocab));
+  } else {
+    return absl::FailedPreconditionError(absl::StrCat(
+        options.dir, ": no tokenizer.json; without it the GGUF would get a placeholder "
+        "vocabulary (256 byte tokens, no chat tokens: prompts only as jllm-run --prompt-ids). "
+        "Copy the model's tokenizer.json and tokenizer_config.json into ", options.dir,
+        ", or allow the placeholder with --allow-no-tokenizer"));
   }
   if (static_cast<int64_t>(tokenizer.tokens.size()) != plan.config.n_vocab) {
     return absl::InvalidArgumentError(absl::StrCat(options.dir, ": the tokenizer has ",
@@ -381,20 +383,30 @@ absl::StatusOr<HfImportSummary> ImportHfCheckpoint(const HfImportOptions& option
   GgufWriter writer;
   AddQwen3Metadata(plan, writer);
   WriteTokenizerData(tokenizer, writer);
+  const uint64_t total = plan.n_bytes();
+  auto done = std::make_shared<uint64_t>(0);
   for (size_t i = 0; i < plan.tensors.size(); ++i) {
     const SynthTensor& t = plan.tensors[i];
     const Source src = sources[i];
     const int64_t row_len = t.ne[0];
     const int64_t rows = t.n_elements() / row_len;
-    auto fill = [src, t, row_len, rows, threads](uint8_t* dst, uint64_t nbytes) -> absl::Status {
+    auto fill = [src, t, row_len, rows, threads, done, total,
+                 &options](uint8_t* dst, uint64_t nbytes) -> absl::Status {
       if (nbytes != static_cast<uint64_t>(RowBytes(t.type, row_len) * rows)) {
         return absl::InternalError(absl::StrCat("tensor '", t.name, "': size mismatch"));
       }
-      return ConvertRows(*src.file, *src.tensor, t.type, row_len, rows, dst, threads);
+      RETURN_IF_ERROR(ConvertRows(*src.file, *src.tensor, t.type, row_len, rows, dst, threads));
+      *done += nbytes;
+      if (options.progress) options.progress(*done, total);
+      return absl::OkStatus();
     };
     RETURN_IF_ERROR(writer.AddTensor(t.name, t.type, t.ne, std::move(fill)));
   }
-  RETURN_IF_ERROR(writer.Write(out_path));
+  // Every file the conversion reads: the output must not be one of them.
+  std::vector<std::string> inputs = HfTokenizerFiles(options.dir);
+  inputs.push_back((dir / "model.safetensors.index.json").string());
+  for (const std::string& shard : summary.shard_files) inputs.push_back((dir / shard).string());
+  RETURN_IF_ERROR(writer.Write(out_path, inputs));
   summary.file_bytes = fs::file_size(out_path, ec);
   if (ec) return absl::InternalError(absl::StrCat(out_path, ": cannot stat after writing: ", ec.message()));
   return summary;

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,11 @@ struct HfImportOptions {
   SynthWeights weights = SynthWeights::kF32;   // f32, f16, bf16, q8_0, q4_k, q5_k, q6_k, q4_k_m
   std::string name;                            // general.name; empty: the folder's name
   int threads = 0;                             // 0: one per hardware thread
+  // Without tokenizer.json the import is refused unless this allows the placeholder
+  // vocabulary (PlaceholderTokenizerData).
+  bool allow_no_tokenizer = false;
+  // Called after each tensor with the output bytes done so far and the total.
+  std::function<void(uint64_t done, uint64_t total)> progress;
 };
 
 struct HfImportSummary {
@@ -46,7 +52,8 @@ struct HfImportSummary {
   uint64_t file_bytes = 0;
 };
 
-// Reads `options.dir` and writes the GGUF to `out_path` (atomically). Every tensor of the Qwen3
+// Reads `options.dir` and writes the GGUF to `out_path` (fileio::OutputFile: atomically, and
+// never over one of the files it reads). Every tensor of the Qwen3
 // table must be present with the shape config.json implies; a tensor left over (other than a
 // tied lm_head.weight) or present in two shards is an error naming it and its file(s).
 absl::StatusOr<HfImportSummary> ImportHfCheckpoint(const HfImportOptions& options,

@@ -2,12 +2,11 @@
 // GGUF converter writes (FORMATS.md §6): the vocabulary by id with "[PAD<id>]" UNUSED holes,
 // added tokens as CONTROL or USER_DEFINED, merges as "A B", special ids and the chat template.
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string_view>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "fileio/read_file.h"
 #include "frontends/gguf/tokenizer_data.h"
 #include "ir/status.h"
 #include "nlohmann/json.hpp"
@@ -28,11 +27,8 @@ constexpr KnownPreTokenizer kKnownPreTokenizers[] = {
 };
 
 absl::StatusOr<json> ReadJsonFile(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path.string(), ": cannot open"));
-  std::ostringstream text;
-  text << in.rdbuf();
-  json j = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  ASSIGN_OR_RETURN(std::string text, fileio::ReadFile(path.string(), "tokenizer file"));
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) {
     return absl::InvalidArgumentError(absl::StrCat(path.string(), ": not valid JSON"));
   }
@@ -224,10 +220,8 @@ absl::StatusOr<TokenizerData> Import(const std::filesystem::path& folder, int64_
       }
     }
   } else if (std::filesystem::exists(folder / "chat_template.jinja")) {
-    std::ifstream in(folder / "chat_template.jinja", std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
-    data.chat_template = text.str();
+    ASSIGN_OR_RETURN(data.chat_template,
+                     fileio::ReadFile((folder / "chat_template.jinja").string(), "chat template"));
   }
   return data;
 }
@@ -242,6 +236,16 @@ absl::StatusOr<TokenizerData> ImportHfTokenizer(const std::string& dir, int64_t 
     return absl::InvalidArgumentError(
         absl::StrCat(dir, ": tokenizer files have an unexpected structure: ", e.what()));
   }
+}
+
+std::vector<std::string> HfTokenizerFiles(const std::string& dir) {
+  const std::filesystem::path folder(dir);
+  std::vector<std::string> files;
+  for (const char* name : {"tokenizer.json", "tokenizer_config.json", "config.json",
+                           "chat_template.jinja"}) {
+    files.push_back((folder / name).string());
+  }
+  return files;
 }
 
 }  // namespace jllm::gguf

@@ -10,20 +10,29 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "fileio/file_kind.h"
 
 namespace jllm::gguf {
 
 absl::StatusOr<std::unique_ptr<MappedFile>> MappedFile::Open(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below anyway.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
     const int err = errno;
     const std::string msg = absl::StrCat(path, ": cannot open: ", std::strerror(err));
     return err == ENOENT ? absl::NotFoundError(msg) : absl::PermissionDeniedError(msg);
   }
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
     ::close(fd);
-    return absl::FailedPreconditionError(absl::StrCat(path, ": not a regular file"));
+    return absl::PermissionDeniedError(absl::StrCat(path, ": cannot stat: ", std::strerror(err)));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return absl::FailedPreconditionError(absl::StrCat(
+        path, " is ", fileio::FileKindName(st.st_mode),
+        ", not a regular file; a model or checkpoint must be a regular file"));
   }
   std::unique_ptr<MappedFile> f(new MappedFile());
   f->path_ = path;

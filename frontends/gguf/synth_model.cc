@@ -93,7 +93,9 @@ absl::StatusOr<SynthSummary> WriteSynthModel(const SynthOptions& options, const 
     };
     RETURN_IF_ERROR(writer.AddTensor(t.name, t.type, t.ne, std::move(fill)));
   }
-  RETURN_IF_ERROR(writer.Write(path));
+  const std::vector<std::string> inputs =
+      options.tokenizer_dir.empty() ? std::vector<std::string>() : HfTokenizerFiles(options.tokenizer_dir);
+  RETURN_IF_ERROR(writer.Write(path, inputs));
 
   std::error_code ec;
   summary.file_bytes = std::filesystem::file_size(path, ec);

@@ -38,6 +38,9 @@ void WriteTokenizerData(const TokenizerData& data, GgufWriter& writer);
 // Imports a Hugging Face tokenizer folder (tokenizer.json + tokenizer_config.json) as the GGUF
 // converter would; `n_vocab` pads the vocabulary with "[PAD<id>]" UNUSED tokens (Qwen3: 151936).
 absl::StatusOr<TokenizerData> ImportHfTokenizer(const std::string& dir, int64_t n_vocab);
+// The files of `dir` that ImportHfTokenizer may read (whether or not they exist), so that a
+// writer can refuse to write over one of them.
+std::vector<std::string> HfTokenizerFiles(const std::string& dir);
 
 // A small byte-level vocabulary (256 byte tokens + a few ChatML control tokens, no merges) for
 // synthetic models made without a tokenizer folder.

@@ -235,6 +235,52 @@ TEST(GraphExecutorErrorTest, FeedsAndPositionsAreChecked) {
             absl::StatusCode::kOutOfRange);
 }
 
+// A context far beyond the machine's memory (as a plan whose model claims the largest context
+// the IR allows, 2^24, permits) is refused before anything is allocated, with what the cache
+// would need and what fits, instead of std::bad_alloc. Eight f32 cache layers of 8 heads × 128:
+// K and V × 1024 × 4 bytes × 8 = 64 KiB per position, 1 TiB at 2^24 positions.
+TEST(GraphExecutorErrorTest, AContextBeyondMemoryIsRefusedBeforeAllocating) {
+  TestModel m(/*n_layer=*/8, ir::KvDType::kF32);
+  const int64_t huge = int64_t{1} << 24;
+  m.graph.config.context_length = huge;
+  auto k = m.Input("k", ir::DType::kF32, {ir::kDimT, 1024});
+  auto v = m.Input("v", ir::DType::kF32, {ir::kDimT, 1024});
+  auto pos = m.Input("pos", ir::DType::kI32, {ir::kDimT});
+  for (int64_t layer = 0; layer < 8; ++layer) {
+    m.Node1(ir::OpKind::kKvAppend, {k, v, pos}, {}, ir::KvAppendAttrs{layer, 8, 128},
+            absl::StrCat("kv", layer));
+  }
+  auto exec = GraphExecutor::Create(m.graph, m.source(), {.max_context = huge});
+  ASSERT_FALSE(exec.ok());
+  const absl::Status& st = exec.status();
+  EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted) << st;
+  EXPECT_THAT(st.message(), HasSubstr("a KV cache for a context of 16777216 positions needs 1024.00 GiB"));
+  EXPECT_THAT(st.message(), HasSubstr("(64.0 KiB per position)"));
+  EXPECT_THAT(std::string(st.message()),
+              ::testing::ContainsRegex("at most [0-9]+ positions fit; lower the context size \\(-c\\)"));
+}
+
+// Values are sized at load for a one-token step at the full context, not for a step as long as
+// the context (prefill comes in chunks): a [T, 2^21] value passes 2^32 elements only above
+// T = 2048, so the graph loads with a context of 4096 and a step of 4096 tokens is refused when
+// it runs, before anything is allocated.
+TEST(GraphExecutorErrorTest, LongStepsAreCheckedWhenTheyRun) {
+  TestModel m;
+  const int64_t width = int64_t{1} << 21;
+  auto a = m.Input("a", ir::DType::kF32, {ir::kDimT, width});
+  auto y = m.Node1(ir::OpKind::kAdd, {a, a}, {}, ir::NoAttrs{}, "y");
+  auto exec = m.Executor(/*max_context=*/4096);
+  ASSERT_NE(exec, nullptr);
+  const std::vector<float> one(width, 1.5f);
+  ASSERT_TRUE(exec->Run(1, 0, {{"a", one, {}}}).ok());
+  EXPECT_EQ(exec->f32(y)[7], 3.0f);
+  absl::Status st = exec->Run(4096, 0, {{"a", one, {}}});
+  EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(st.message(), HasSubstr("value %y"));
+  EXPECT_THAT(st.message(), HasSubstr("in a step of 4096 tokens"));
+  EXPECT_THAT(st.message(), HasSubstr("run fewer tokens per step"));
+}
+
 // Verify checks only the cache width; an attention that splits it differently from the
 // append that wrote it is refused at load.
 TEST(GraphExecutorErrorTest, AttentionHeadSplitMustMatchTheAppend) {

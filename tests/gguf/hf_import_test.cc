@@ -172,6 +172,7 @@ absl::StatusOr<std::unique_ptr<GgufFile>> Convert(const std::string& dir, SynthW
   o.dir = dir;
   o.weights = w;
   o.threads = 2;
+  o.allow_no_tokenizer = true;  // most folders here carry no tokenizer files
   const std::string out = ::testing::TempDir() + "/" + out_name;
   auto summary = ImportHfCheckpoint(o, out);
   if (!summary.ok()) return summary.status();
@@ -320,9 +321,11 @@ FolderOptions With(void (*set)(FolderOptions&)) {
   return o;
 }
 
-void ExpectImportError(const std::string& dir, const std::string& what) {
+void ExpectImportError(const std::string& dir, const std::string& what,
+                       bool allow_no_tokenizer = true) {
   HfImportOptions o;
   o.dir = dir;
+  o.allow_no_tokenizer = allow_no_tokenizer;
   auto s = ImportHfCheckpoint(o, ::testing::TempDir() + "/hf_should_not_exist.gguf");
   ASSERT_FALSE(s.ok()) << "expected an error about " << what;
   EXPECT_THAT(std::string(s.status().message()), HasSubstr(what));
@@ -346,6 +349,9 @@ TEST(HfImportTest, RefusesWhatItCannotConvert) {
   ExpectImportError(WriteFolder("hf_norope", With([](FolderOptions& o) { o.rope = R"("rope_scaling": null)"; })), "rope_theta");
   ExpectImportError(WriteFolder("hf_bias", With([](FolderOptions& o) { o.config_extra = R"(, "attention_bias": true)"; })), "attention_bias");
   ExpectImportError(::testing::TempDir() + "/hf_no_such_dir", "config.json");
+  // No tokenizer.json: refused unless the placeholder vocabulary is asked for.
+  ExpectImportError(WriteFolder("hf_no_tokenizer"), "--allow-no-tokenizer",
+                    /*allow_no_tokenizer=*/false);
 
   // Wrong shape: config.json says 2 layers of FFN 512; a folder claiming FFN 768 disagrees.
   const std::string wrong = WriteFolder("hf_shape", With([](FolderOptions& o) { o.config_extra = R"(, "intermediate_size": 768)"; }));

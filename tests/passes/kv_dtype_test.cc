@@ -87,10 +87,24 @@ TEST(KvDTypeTest, AutoDecidesFromContextAndBudget) {
   const testing::Ran over = testing::RunPass(
       RunKvDType, kTinyModelIr, Options("{dtype: auto, memory_budget_mib: 1, context_length: 32769}"));
   EXPECT_EQ(over.ir, Int8Tiny());
-  // Without context_length, the model's own (64 tokens) is planned for.
-  const testing::Ran model = testing::RunPass(RunKvDType, kTinyModelIr,
-                                              Options("{dtype: auto, memory_budget_mib: 1}"));
-  EXPECT_EQ(model.ir, kTinyModelIr);
+  // Without context_length there is no context to plan for: an error, not the model's maximum.
+  EXPECT_THAT(std::string(ParseKvDTypeOptions(Options("{dtype: auto, memory_budget_mib: 1}"))
+                              .status()
+                              .message()),
+              HasSubstr("auto needs the option context_length"));
+}
+
+// Not even int8 fits: the tiny model's int8 cache takes 2 (K, V) × (4 values + a 2-byte scale)
+// = 12 bytes per token, so 1 MiB holds 1048576 / 12 = 87381 tokens; 200000 is refused, naming
+// the budget and what would fit, instead of silently picking a cache over the budget.
+TEST(KvDTypeTest, AutoRefusesACacheOverTheBudget) {
+  const testing::Ran over = testing::RunPass(
+      RunKvDType, kTinyModelIr, Options("{dtype: auto, memory_budget_mib: 1, context_length: 200000}"));
+  EXPECT_THAT(over.ir, HasSubstr("option 'memory_budget_mib'"));
+  EXPECT_THAT(over.ir, HasSubstr("cannot hold a KV cache of context_length 200000 tokens even in int8"));
+  // The tiny layer's int8 cache: 1 layer x (K, V) x 1 KV head x (8 codes + a 2-byte scale)
+  // = 20 bytes a position, so 1 MiB holds 1048576 / 20 = 52428 positions.
+  EXPECT_THAT(over.ir, HasSubstr("at most 52428"));
 }
 
 TEST(KvDTypeTest, CacheSizesMatchDesignNumbers) {

@@ -151,7 +151,7 @@ TEST(PipelineConfigTest, DefaultFileHasEverythingOnAndF16) {
 TEST(PipelineConfigTest, YamlRoundTrip) {
   const PipelineConfig c = Config(
       "passes:\n  group-qkv: false\n"
-      "  kv-dtype: {dtype: auto, memory_budget_mib: 6144, layers: {0: f16, 35: int8}}\n");
+      "  kv-dtype: {dtype: auto, memory_budget_mib: 6144, context_length: 4096, layers: {0: f16, 35: int8}}\n");
   const std::string yaml = PipelineConfigToYaml(c);
   EXPECT_EQ(yaml,
             "passes:\n"
@@ -161,7 +161,7 @@ TEST(PipelineConfigTest, YamlRoundTrip) {
             "  fuse-residual-add: true\n"
             "  fuse-swiglu: true\n"
             "  fuse-qknorm-rope: true\n"
-            "  kv-dtype: {enabled: true, dtype: auto, layers: {0: f16, 35: int8}, "
+            "  kv-dtype: {enabled: true, context_length: 4096, dtype: auto, layers: {0: f16, 35: int8}, "
             "memory_budget_mib: 6144}\n");
   EXPECT_EQ(Config(yaml), c);
 }

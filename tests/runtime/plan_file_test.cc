@@ -25,7 +25,7 @@ namespace {
 using ::testing::HasSubstr;
 using testing::TempPath;
 
-// Offsets in a format-1 plan: magic (8), version (4), writer-version length (4) + bytes,
+// Offsets in a plan (the same in every format version): magic (8), version (4), writer-version length (4) + bytes,
 // payload size (8), then the payload.
 size_t PayloadBegin() { return 8 + 4 + 4 + JllmVersion().size() + 8; }
 
@@ -54,8 +54,10 @@ class PlanFileTest : public ::testing::Test {
     plan_.passes_yaml = "passes:\n  group-qkv: true\n  kv-dtype: {enabled: true, dtype: f16}\n";
     plan_.passes = {{"group-qkv", true, true, "grouped 4 q/k/v triples"},
                     {"fuse-swiglu", false, false, ""}};
-    auto info = DescribeGgufWeights(*gguf_path_, (*file)->bytes(), (*file)->data_offset());
+    auto info = DescribeGgufWeights(*gguf_path_, (*file)->bytes(), (*file)->data_offset(),
+                                    plan_.graph.weights);
     ASSERT_TRUE(info.ok()) << info.status();
+    ASSERT_EQ(info->tensors.size(), plan_.graph.weights.size());
     plan_.weights = *info;
     bytes_ = SerializePlan(plan_);
   }
@@ -91,6 +93,15 @@ TEST_F(PlanFileTest, RoundTripsInMemory) {
   ExpectSamePlan(*got, plan_);
   EXPECT_TRUE(got->weights.gguf_path.starts_with("/"));
   EXPECT_EQ(got->weights.fingerprint.file_size, testing::ReadFile(*gguf_path_).size());
+}
+
+// The plan's own GGUF is an input: a plan written over it (by any name) is refused.
+TEST_F(PlanFileTest, NeverWritesOverItsGguf) {
+  const std::string before = testing::ReadFile(*gguf_path_);
+  absl::Status st = WritePlanFile(plan_, *gguf_path_);
+  EXPECT_TRUE(absl::IsFailedPrecondition(st)) << st;
+  EXPECT_THAT(st.message(), HasSubstr("is the same file as the input"));
+  EXPECT_EQ(testing::ReadFile(*gguf_path_), before);
 }
 
 TEST_F(PlanFileTest, RoundTripsThroughAFile) {

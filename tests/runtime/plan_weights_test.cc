@@ -164,8 +164,50 @@ TEST_F(PlanWeightsTest, MovedOrMissingFileIsRefusedWithTheFix) {
   testing::WriteTinyModel(other, /*seed=*/2);
   w = PlanWeights::Open(info_, "plan.bin", other);
   EXPECT_TRUE(absl::IsFailedPrecondition(w.status())) << w.status();
+  // ...as a different model, without the advice to compile it over this plan.
+  EXPECT_THAT(w.status().message(), HasSubstr(other + " is a different model from the one plan.bin was compiled from"));
+  EXPECT_THAT(w.status().message(), ::testing::Not(HasSubstr("-o plan.bin")));
   std::filesystem::rename(moved, path_);
   std::remove(other.c_str());
+}
+
+// XXH3-64 as its specification fixes it (the value for no bytes, seed 0).
+TEST(TensorHash, IsXxh3OfTheBytes) {
+  EXPECT_EQ(TensorBytesHash({}), 0x2D06800538D394C2ull);
+  const std::vector<uint8_t> a = {1, 2, 3}, b = {1, 2, 4};
+  EXPECT_NE(TensorBytesHash(a), TensorBytesHash(b));
+}
+
+// Each tensor's bytes are checked against the hash recorded at compile time when the backend
+// first asks for them: a byte changed anywhere in a tensor (the header fingerprint samples
+// only a few windows) is an error naming the tensor, the GGUF and the plan.
+TEST_F(PlanWeightsTest, EachTensorIsCheckedAgainstItsRecordedHash) {
+  const ir::WeightRef weights[] = {weight_};
+  auto file = gguf::GgufFile::Open(path_);
+  ASSERT_TRUE(file.ok());
+  auto info = DescribeGgufWeights(path_, (*file)->bytes(), data_offset_, weights);
+  ASSERT_TRUE(info.ok()) << info.status();
+  ASSERT_EQ(info->tensors.size(), 1u);
+  EXPECT_EQ(info->tensors[0].name, "blk.1.attn_v.weight");
+  EXPECT_EQ(info->tensors[0].xxh3, TensorBytesHash(expected_bytes_));
+  auto w = PlanWeights::Open(*info, "plan.bin");
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_TRUE((*w)->Bytes(weight_).ok());
+  EXPECT_TRUE((*w)->Bytes(weight_).ok());  // checked once, then trusted
+
+  WeightSourceInfo changed = *info;
+  changed.tensors[0].xxh3 ^= 1;  // as if the file's tensor no longer matched
+  w = PlanWeights::Open(changed, "plan.bin");
+  ASSERT_TRUE(w.ok()) << w.status();
+  absl::Status st = (*w)->Bytes(weight_).status();
+  EXPECT_TRUE(absl::IsDataLoss(st)) << st;
+  EXPECT_THAT(st.message(), HasSubstr(path_ + ": tensor 'blk.1.attn_v.weight' differs from the one plan.bin was compiled with"));
+  EXPECT_THAT(st.message(), HasSubstr("jllm-compile " + path_ + " -o plan.bin"));
+
+  // A weight the plan recorded no hash for means the plan disagrees with itself.
+  ir::WeightRef other = weight_;
+  other.offset += 32;
+  EXPECT_THAT((*w)->Bytes(other).status().message(), HasSubstr("has no recorded hash"));
 }
 
 }  // namespace

@@ -1,9 +1,6 @@
 // jllm-synth -> jllm-compile -> jllm-run on the tiny preset, as a user runs them: the plan is
 // written, the run streams text, --dump-logits writes [positions x n_vocab] float32 plus a JSON
 // sidecar, --prompt-ids bypasses the tokenizer, and bad input gets a clear message.
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -14,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/runtime/runtime_test_support.h"
+#include "tests/support/tool_runner.h"
 
 namespace jllm::runtime {
 namespace {
@@ -24,28 +22,14 @@ using testing::WriteFile;
 
 constexpr int64_t kTinyVocab = 261;  // byte-level: 256 bytes + 5 special tokens
 
-struct ToolRun {
-  int exit_code = -1;
-  std::string out, err;
-};
+using jllm::testing::RunTool;
+using ToolRun = jllm::testing::ToolResult;
 
-ToolRun Tool(const std::string& binary, const std::string& args, const std::string& stdin_text = "") {
-  const std::string base = testing::TempPath("tool");
-  const std::string err_path = base + ".stderr", in_path = base + ".stdin";
-  WriteFile(in_path, stdin_text);
-  const std::string cmd = "'" + binary + "' " + args + " <'" + in_path + "' 2>'" + err_path + "'";
-  ToolRun r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.err = ReadFile(err_path);
-  std::remove(err_path.c_str());
-  std::remove(in_path.c_str());
-  return r;
+ToolRun Tool(const std::string& binary, const std::vector<std::string>& args,
+             const std::string& stdin_text = "") {
+  jllm::testing::ToolRunOptions o;
+  o.stdin_data = stdin_text;
+  return RunTool(binary, args, o);
 }
 
 class ToolsTest : public ::testing::Test {
@@ -55,9 +39,9 @@ class ToolsTest : public ::testing::Test {
     std::filesystem::create_directories(dir_);
     gguf_ = dir_ + "/tiny.gguf";
     plan_ = dir_ + "/tiny.plan";
-    ToolRun synth = Tool(JLLM_SYNTH_PATH, "--preset tiny --type q4_k_m --seed 3 -o '" + gguf_ + "'");
+    ToolRun synth = Tool(JLLM_SYNTH_PATH, {"--preset", "tiny", "--type", "q4_k_m", "--seed", "3", "-o", gguf_});
     ASSERT_EQ(synth.exit_code, 0) << synth.err;
-    ToolRun compile = Tool(JLLM_COMPILE_PATH, "'" + gguf_ + "' -o '" + plan_ + "'");
+    ToolRun compile = Tool(JLLM_COMPILE_PATH, {gguf_, "-o", plan_});
     ASSERT_EQ(compile.exit_code, 0) << compile.err;
     compile_out_ = compile.out;
   }
@@ -78,8 +62,8 @@ TEST_F(ToolsTest, CompilePrintsEachPassReport) {
 TEST_F(ToolsTest, CompileDumpsIrAndTakesAPassFile) {
   const std::string yaml = dir_ + "/passes.yaml";
   WriteFile(yaml, "passes:\n  fuse-swiglu: false\n  kv-dtype: {enabled: true, dtype: int8}\n");
-  ToolRun r = Tool(JLLM_COMPILE_PATH, "'" + gguf_ + "' -o '" + plan_ + "' --passes '" + yaml +
-                                          "' --dump-ir --dump-ir-after group-qkv");
+  ToolRun r = Tool(JLLM_COMPILE_PATH, {gguf_, "-o", plan_, "--passes", yaml, "--dump-ir",
+                                       "--dump-ir-after", "group-qkv"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("# IR after group-qkv"));
   EXPECT_THAT(r.out, HasSubstr("jllm-ir 1"));
@@ -87,15 +71,14 @@ TEST_F(ToolsTest, CompileDumpsIrAndTakesAPassFile) {
   EXPECT_THAT(r.out, ::testing::ContainsRegex("fuse-swiglu +off"));
 
   WriteFile(yaml, "passes:\n  fuse-everything: true\n");
-  r = Tool(JLLM_COMPILE_PATH, "'" + gguf_ + "' -o '" + plan_ + "' --passes '" + yaml + "'");
+  r = Tool(JLLM_COMPILE_PATH, {gguf_, "-o", plan_, "--passes", yaml});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.err, HasSubstr("fuse-everything"));
 }
 
 TEST_F(ToolsTest, RunStreamsTextAndDumpsLogitsOfEveryProcessedPosition) {
   const std::string dump = dir_ + "/logits.f32";
-  ToolRun r = Tool(JLLM_RUN_PATH, "'" + plan_ + "' -p 'Hello' -n 6 --temp 0 --dump-logits '" +
-                                      dump + "'");
+  ToolRun r = Tool(JLLM_RUN_PATH, {plan_, "-p", "Hello", "-n", "6", "--temp", "0", "--dump-logits", dump});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(r.out.starts_with("Hello")) << r.out;
   EXPECT_THAT(r.err, HasSubstr("prompt"));
@@ -130,15 +113,15 @@ TEST_F(ToolsTest, RunStreamsTextAndDumpsLogitsOfEveryProcessedPosition) {
   // The same ids through --prompt-ids give the same logits, bit for bit.
   const std::string ids_file = dir_ + "/ids.txt", dump2 = dir_ + "/logits2.f32";
   WriteFile(ids_file, "72 101\n108\t108 111\n");
-  r = Tool(JLLM_RUN_PATH, "'" + plan_ + "' --prompt-ids '" + ids_file +
-                              "' -n 6 --temp 0 --dump-logits '" + dump2 + "'");
+  r = Tool(JLLM_RUN_PATH, {plan_, "--prompt-ids", ids_file, "-n", "6", "--temp", "0", "--dump-logits", dump2});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(ReadFile(dump2), raw);
   EXPECT_EQ(nlohmann::json::parse(ReadFile(dump2 + ".json")).at("token_ids"), side.at("token_ids"));
 }
 
 TEST_F(ToolsTest, SeededSamplingIsReproducible) {
-  const std::string args = "'" + plan_ + "' -p 'abc' -n 12 --temp 1.5 --top-k 0 --top-p 1 --min-p 0 --seed 7";
+  const std::vector<std::string> args = {plan_, "-p", "abc", "-n", "12", "--temp", "1.5", "--top-k",
+                                         "0", "--top-p", "1", "--min-p", "0", "--seed", "7"};
   ToolRun a = Tool(JLLM_RUN_PATH, args), b = Tool(JLLM_RUN_PATH, args);
   ASSERT_EQ(a.exit_code, 0) << a.err;
   EXPECT_EQ(a.out, b.out);
@@ -146,7 +129,7 @@ TEST_F(ToolsTest, SeededSamplingIsReproducible) {
 }
 
 TEST_F(ToolsTest, ChatReadsTurnsFromStdin) {
-  ToolRun r = Tool(JLLM_RUN_PATH, "'" + plan_ + "' --chat --no-think -n 4 --temp 0",
+  ToolRun r = Tool(JLLM_RUN_PATH, {plan_, "--chat", "--no-think", "-n", "4", "--temp", "0"},
                    "first question\nsecond question\n");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // Two turns, each with its statistics; the second reuses the first turn's cached prefix.
@@ -160,56 +143,56 @@ TEST_F(ToolsTest, ChatReadsTurnsFromStdin) {
 }
 
 TEST_F(ToolsTest, ContextFullIsReportedClearly) {
-  ToolRun r = Tool(JLLM_RUN_PATH, "'" + plan_ + "' -p 'Hello' -c 12 --temp 0");
+  ToolRun r = Tool(JLLM_RUN_PATH, {plan_, "-p", "Hello", "-c", "12", "--temp", "0"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // Unless the model ends early, 12 positions fill up.
   if (r.err.find("end of generation") == std::string::npos) {
     EXPECT_THAT(r.err, HasSubstr("context is full (all 12 positions used)"));
   }
-  r = Tool(JLLM_RUN_PATH, "'" + plan_ + "' -p 'a prompt longer than the context' -c 8");
+  r = Tool(JLLM_RUN_PATH, {plan_, "-p", "a prompt longer than the context", "-c", "8"});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.err, HasSubstr("context holds 8"));
 }
 
 TEST_F(ToolsTest, BadInputGetsAClearMessage) {
-  ToolRun r = Tool(JLLM_RUN_PATH, "'" + plan_ + "' -p hi -n 2 --backend cuda");
+  ToolRun r = Tool(JLLM_RUN_PATH, {plan_, "-p", "hi", "-n", "2", "--backend", "cuda"});
   if (r.exit_code == 0) {
     EXPECT_THAT(r.err, HasSubstr("cuda backend"));  // this machine has a GPU
   } else {
     // No GPU: a clear error that says so and what to use instead, while auto falls back.
     EXPECT_THAT(r.err, HasSubstr("--backend cuda: "));
     EXPECT_THAT(r.err, HasSubstr("--backend cpu"));
-    r = Tool(JLLM_RUN_PATH, "'" + plan_ + "' -p hi -n 2");
+    r = Tool(JLLM_RUN_PATH, {plan_, "-p", "hi", "-n", "2"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_THAT(r.err, HasSubstr("running on the CPU"));
     EXPECT_THAT(r.err, HasSubstr("cpu_ref backend"));
   }
 
-  r = Tool(JLLM_RUN_PATH, "'" + gguf_ + "' -p hi");
+  r = Tool(JLLM_RUN_PATH, {gguf_, "-p", "hi"});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.err, HasSubstr("GGUF model, not a jllm plan"));
 
   std::string bytes = ReadFile(plan_);
   WriteFile(plan_, bytes.substr(0, bytes.size() - 100));
-  r = Tool(JLLM_RUN_PATH, "'" + plan_ + "' -p hi");
+  r = Tool(JLLM_RUN_PATH, {plan_, "-p", "hi"});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.err, HasSubstr("truncated"));
   WriteFile(plan_, bytes);
 
   std::filesystem::rename(gguf_, gguf_ + ".moved");
-  r = Tool(JLLM_RUN_PATH, "'" + plan_ + "' -p hi -n 1");
+  r = Tool(JLLM_RUN_PATH, {plan_, "-p", "hi", "-n", "1"});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.err, HasSubstr("missing (moved or deleted)"));
-  r = Tool(JLLM_RUN_PATH, "'" + plan_ + "' -p hi -n 1 --model '" + gguf_ + ".moved'");
+  r = Tool(JLLM_RUN_PATH, {plan_, "-p", "hi", "-n", "1", "--model", gguf_ + ".moved"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
 
   const std::string ids_file = dir_ + "/bad-ids.txt";
   WriteFile(ids_file, "1 2 x3");
-  r = Tool(JLLM_RUN_PATH, "'" + plan_ + "' --prompt-ids '" + ids_file + "' --model '" + gguf_ + ".moved'");
+  r = Tool(JLLM_RUN_PATH, {plan_, "--prompt-ids", ids_file, "--model", gguf_ + ".moved"});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.err, HasSubstr("'x3' is not a token id"));
 
-  r = Tool(JLLM_RUN_PATH, "'" + plan_ + "'");
+  r = Tool(JLLM_RUN_PATH, {plan_});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.err, HasSubstr("give a prompt"));
 }

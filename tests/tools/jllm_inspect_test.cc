@@ -1,8 +1,6 @@
 // Runs the jllm-inspect binary on a file written by GgufWriter and checks what it prints.
 #include <unistd.h>
 
-#include <sys/wait.h>
-
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -11,35 +9,16 @@
 #include "frontends/gguf/gguf_writer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/tool_runner.h"
 
 namespace jllm {
 namespace {
 
 using ::testing::HasSubstr;
 
-struct ToolRun {
-  int exit_code = -1;
-  std::string out, err;
-};
+using ToolRun = testing::ToolResult;
 
-ToolRun Inspect(const std::string& args) {
-  const std::string err_path = ::testing::TempDir() + "jllm_inspect_test_" + std::to_string(getpid()) + ".stderr";
-  const std::string cmd = std::string("'") + JLLM_INSPECT_PATH + "' " + args + " 2>'" + err_path + "'";
-  ToolRun r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  if (FILE* e = std::fopen(err_path.c_str(), "r")) {
-    while ((n = std::fread(buf, 1, sizeof(buf), e)) > 0) r.err.append(buf, n);
-    std::fclose(e);
-  }
-  std::remove(err_path.c_str());
-  return r;
-}
+ToolRun Inspect(const std::vector<std::string>& args) { return testing::RunTool(JLLM_INSPECT_PATH, args); }
 
 class JllmInspect : public ::testing::Test {
  protected:
@@ -72,7 +51,7 @@ class JllmInspect : public ::testing::Test {
 };
 
 TEST_F(JllmInspect, PrintsHeaderMetadataAndTensorTable) {
-  ToolRun r = Inspect("'" + path_ + "'");
+  ToolRun r = Inspect({path_});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("GGUF v3"));
   EXPECT_THAT(r.out, HasSubstr("alignment 32"));
@@ -90,11 +69,11 @@ TEST_F(JllmInspect, PrintsHeaderMetadataAndTensorTable) {
 }
 
 TEST_F(JllmInspect, PrintsDequantizedRows) {
-  ToolRun f32 = Inspect("'" + path_ + "' --tensor blk.0.attn_norm.weight --rows 1:3");
+  ToolRun f32 = Inspect({path_, "--tensor", "blk.0.attn_norm.weight", "--rows", "1:3"});
   ASSERT_EQ(f32.exit_code, 0) << f32.err;
   EXPECT_EQ(f32.out, "10.5 11.5 12.5 13.5\n20.5 21.5 22.5 23.5\n");
 
-  ToolRun q8 = Inspect("'" + path_ + "' --tensor output.weight");
+  ToolRun q8 = Inspect({path_, "--tensor", "output.weight"});
   ASSERT_EQ(q8.exit_code, 0) << q8.err;
   std::string want;
   for (int j = 0; j < 32; ++j) {
@@ -108,20 +87,20 @@ TEST_F(JllmInspect, PrintsDequantizedRows) {
 }
 
 TEST_F(JllmInspect, ErrorsGoToStderrWithExitCode1) {
-  ToolRun missing = Inspect("/nonexistent/model.gguf");
+  ToolRun missing = Inspect({"/nonexistent/model.gguf"});
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_THAT(missing.err, HasSubstr("/nonexistent/model.gguf"));
   EXPECT_TRUE(missing.out.empty());
 
-  ToolRun no_tensor = Inspect("'" + path_ + "' --tensor nope");
+  ToolRun no_tensor = Inspect({path_, "--tensor", "nope"});
   EXPECT_EQ(no_tensor.exit_code, 1);
   EXPECT_THAT(no_tensor.err, HasSubstr("no tensor named 'nope'"));
 
-  ToolRun bad_rows = Inspect("'" + path_ + "' --tensor blk.0.attn_norm.weight --rows 2:9");
+  ToolRun bad_rows = Inspect({path_, "--tensor", "blk.0.attn_norm.weight", "--rows", "2:9"});
   EXPECT_EQ(bad_rows.exit_code, 1);
   EXPECT_THAT(bad_rows.err, HasSubstr("--rows"));
 
-  ToolRun bad_flag = Inspect("'" + path_ + "' --no-such-flag");
+  ToolRun bad_flag = Inspect({path_, "--no-such-flag"});
   EXPECT_EQ(bad_flag.exit_code, 1);
 }
 
