@@ -5,12 +5,11 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <set>
 #include <string>
 
 #include "gtest/gtest.h"
+#include "tests/support/temp_files.h"
 
 namespace jllm::fileio::testing {
 
@@ -34,15 +33,8 @@ class TempDirTest : public ::testing::Test {
   std::string dir_;
 };
 
-inline std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-inline void WriteAll(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
+using ::jllm::testing::ReadFile;
+using ::jllm::testing::WriteFile;
 
 inline bool IsFifo(const std::string& path) {
   struct stat st {};

@@ -20,44 +20,44 @@ namespace {
 
 using ::testing::HasSubstr;
 using testing::IsFifo;
-using testing::ReadAll;
-using testing::WriteAll;
+using testing::ReadFile;
+using testing::WriteFile;
 
 class OutputFileTest : public testing::TempDirTest {};
 
 TEST_F(OutputFileTest, WritesTheWholeFileAndLeavesNoTemporary) {
   const std::string out = Path("out.bin");
-  WriteAll(out, "old contents");
+  WriteFile(out, "old contents");
   auto f = OutputFile::Create(out);
   ASSERT_TRUE(f.ok()) << f.status();
   // Until the commit the target is untouched and the temporary sits beside it.
   ASSERT_TRUE((*f)->Write("new ").ok());
   ASSERT_TRUE((*f)->Write("contents").ok());
-  EXPECT_EQ(ReadAll(out), "old contents");
+  EXPECT_EQ(ReadFile(out), "old contents");
   EXPECT_EQ(std::filesystem::path((*f)->temp_path()).parent_path(), dir_);
   EXPECT_EQ(Names().size(), 2u);
   ASSERT_TRUE((*f)->Commit().ok());
-  EXPECT_EQ(ReadAll(out), "new contents");
+  EXPECT_EQ(ReadFile(out), "new contents");
   EXPECT_EQ(Names(), std::set<std::string>({"out.bin"}));
   EXPECT_EQ(TempFileCleanup::RegisteredCount(), 0);
 }
 
 TEST_F(OutputFileTest, AnUncommittedFileLeavesTheTargetAndNoTemporary) {
   const std::string out = Path("out.bin");
-  WriteAll(out, "keep me");
+  WriteFile(out, "keep me");
   {
     auto f = OutputFile::Create(out);
     ASSERT_TRUE(f.ok()) << f.status();
     ASSERT_TRUE((*f)->Write("half a file").ok());
   }
-  EXPECT_EQ(ReadAll(out), "keep me");
+  EXPECT_EQ(ReadFile(out), "keep me");
   EXPECT_EQ(Names(), std::set<std::string>({"out.bin"}));
   EXPECT_EQ(TempFileCleanup::RegisteredCount(), 0);
 }
 
 TEST_F(OutputFileTest, RefusesAnInputByIdentityNotByName) {
   const std::string in = Path("model.gguf");
-  WriteAll(in, "the model");
+  WriteFile(in, "the model");
   ASSERT_EQ(link(in.c_str(), Path("hardlink.gguf").c_str()), 0);
   ASSERT_EQ(symlink("model.gguf", Path("symlink.gguf").c_str()), 0);
   const std::string spellings[] = {in, Path("hardlink.gguf"), Path("symlink.gguf"),
@@ -68,21 +68,21 @@ TEST_F(OutputFileTest, RefusesAnInputByIdentityNotByName) {
     EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition) << out;
     EXPECT_THAT(st.message(), HasSubstr("is the same file as the input " + in)) << out;
   }
-  EXPECT_EQ(ReadAll(in), "the model");
+  EXPECT_EQ(ReadFile(in), "the model");
   EXPECT_EQ(Names(), std::set<std::string>({"model.gguf", "hardlink.gguf", "symlink.gguf"}));
   // A different file of the same contents is not the input.
-  WriteAll(Path("copy.gguf"), "the model");
+  WriteFile(Path("copy.gguf"), "the model");
   const std::string inputs[] = {in};
   EXPECT_TRUE(WriteFileAtomically(Path("copy.gguf"), "a plan", inputs).ok());
 }
 
 TEST_F(OutputFileTest, WritesThroughASymlinkToItsTarget) {
   std::filesystem::create_directories(Path("real"));
-  WriteAll(Path("real/target.bin"), "old");
+  WriteFile(Path("real/target.bin"), "old");
   ASSERT_EQ(symlink("real/target.bin", Path("link.bin").c_str()), 0);
   ASSERT_EQ(symlink("link.bin", Path("link2.bin").c_str()), 0);  // a chain
   ASSERT_TRUE(WriteFileAtomically(Path("link2.bin"), "new").ok());
-  EXPECT_EQ(ReadAll(Path("real/target.bin")), "new");
+  EXPECT_EQ(ReadFile(Path("real/target.bin")), "new");
   EXPECT_TRUE(std::filesystem::is_symlink(Path("link.bin")));
   EXPECT_TRUE(std::filesystem::is_symlink(Path("link2.bin")));
   EXPECT_EQ(std::filesystem::read_symlink(Path("link.bin")), "real/target.bin");
@@ -92,7 +92,7 @@ TEST_F(OutputFileTest, WritesThroughASymlinkToItsTarget) {
   // A dangling link creates its target.
   ASSERT_EQ(symlink("real/new.bin", Path("dangling.bin").c_str()), 0);
   ASSERT_TRUE(WriteFileAtomically(Path("dangling.bin"), "created").ok());
-  EXPECT_EQ(ReadAll(Path("real/new.bin")), "created");
+  EXPECT_EQ(ReadFile(Path("real/new.bin")), "created");
   // A loop is an error, not a hang.
   ASSERT_EQ(symlink("loop.b", Path("loop.a").c_str()), 0);
   ASSERT_EQ(symlink("loop.a", Path("loop.b").c_str()), 0);
@@ -123,7 +123,7 @@ TEST_F(OutputFileTest, NeverReplacesAFifoOrADirectory) {
 
 TEST_F(OutputFileTest, KeepsTheModeOfTheFileItReplaces) {
   const std::string out = Path("out.bin");
-  WriteAll(out, "x");
+  WriteFile(out, "x");
   ASSERT_EQ(chmod(out.c_str(), 0640), 0);
   ASSERT_TRUE(WriteFileAtomically(out, "y").ok());
   struct stat st {};
@@ -144,7 +144,7 @@ TEST_F(OutputFileTest, ConcurrentWritersLeaveOneWholeFile) {
     tb.join();
     ASSERT_TRUE(sa.ok()) << sa;
     ASSERT_TRUE(sb.ok()) << sb;
-    const std::string got = ReadAll(out);
+    const std::string got = ReadFile(out);
     ASSERT_TRUE(got == a || got == b) << "round " << round << ": a mixed file of " << got.size() << " bytes";
     ASSERT_EQ(Names(), std::set<std::string>({"shared.bin"})) << "round " << round;
   }
@@ -155,7 +155,7 @@ TEST_F(OutputFileTest, ConcurrentWritersLeaveOneWholeFile) {
 TEST_F(OutputFileTest, ASignalRemovesTheTemporaryFile) {
   for (int sig : {SIGTERM, SIGINT}) {
     const std::string out = Path("out.bin");
-    WriteAll(out, "before");
+    WriteFile(out, "before");
     int ready[2];
     ASSERT_EQ(pipe(ready), 0);
     const pid_t pid = fork();
@@ -176,7 +176,7 @@ TEST_F(OutputFileTest, ASignalRemovesTheTemporaryFile) {
     ASSERT_EQ(waitpid(pid, &status, 0), pid);
     EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == sig) << status;
     EXPECT_EQ(Names(), std::set<std::string>({"out.bin"}));
-    EXPECT_EQ(ReadAll(out), "before");
+    EXPECT_EQ(ReadFile(out), "before");
   }
 }
 

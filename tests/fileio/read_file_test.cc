@@ -17,14 +17,14 @@ namespace jllm::fileio {
 namespace {
 
 using ::testing::HasSubstr;
-using testing::WriteAll;
+using testing::WriteFile;
 
 class ReadFileTest : public testing::TempDirTest {};
 
 TEST_F(ReadFileTest, ReadsARegularFileWhole) {
   std::string bytes(100000, '\0');
   for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i * 7);
-  WriteAll(Path("f"), bytes);
+  WriteFile(Path("f"), bytes);
   auto got = ReadFile(Path("f"), "prompt file");
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(*got, bytes);
@@ -82,7 +82,7 @@ TEST_F(ReadFileTest, AStreamIsReadToItsEndButNotPastTheLimit) {
 TEST_F(ReadFileTest, CheckRegularFileSaysWhatAPathIs) {
   std::filesystem::create_directories(Path("d"));
   ASSERT_EQ(mkfifo(Path("fifo").c_str(), 0644), 0);
-  WriteAll(Path("f"), "x");
+  WriteFile(Path("f"), "x");
   EXPECT_TRUE(CheckRegularFile(Path("f"), "plan file").ok());
   EXPECT_THAT(CheckRegularFile(Path("d"), "plan file").message(),
               HasSubstr("is a directory, not a regular file; give the plan file"));

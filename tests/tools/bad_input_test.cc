@@ -123,9 +123,9 @@ TEST_F(BadInputTest, DirectoriesAndFifosAsInputsGetClearErrors) {
 }
 
 TEST_F(BadInputTest, JsonlSaysWhatIsWrongWithALine) {
-  WriteAll(P("bad.jsonl"), "{\"text\": \"ok\"}\n{\"text\": \"a\xff" "b\"}\n");
-  WriteAll(P("notjson.jsonl"), "{\"text\": \"ok\"}\n{text: 1}\n");
-  WriteAll(P("empty.jsonl"), "\n\n");
+  WriteFile(P("bad.jsonl"), "{\"text\": \"ok\"}\n{\"text\": \"a\xff" "b\"}\n");
+  WriteFile(P("notjson.jsonl"), "{\"text\": \"ok\"}\n{text: 1}\n");
+  WriteFile(P("empty.jsonl"), "\n\n");
   baseline_ = Snapshot();
   const std::string tok = JLLM_TOKENIZE_PATH;
   ExpectRefused({tok, {"@m.gguf", "--jsonl", "@bad.jsonl"}, P("bad.jsonl") + ":2: not valid UTF-8 (byte 0xFF at column 12)"});
@@ -139,7 +139,7 @@ TEST_F(BadInputTest, JsonlSaysWhatIsWrongWithALine) {
 // A message that carries a NUL byte (here a bad token id read from a file) is printed whole,
 // the NUL escaped, instead of stopping at it.
 TEST_F(BadInputTest, AMessageWithANulByteIsNotCutShort) {
-  WriteAll(P("nul.txt"), std::string("1 2 3\0x tail", 12));
+  WriteFile(P("nul.txt"), std::string("1 2 3\0x tail", 12));
   baseline_ = Snapshot();
   ExpectRefused({JLLM_RUN_PATH, {"@m.plan", "--prompt-ids", "@nul.txt"}, "'3\\x00x' is not a token id"});
 }
@@ -177,7 +177,7 @@ TEST_F(BadInputTest, PromptFromAFileOrStandardInput) {
 // A prompt longer than the context is refused before anything is echoed: the error, not 120 KB
 // of the user's own text.
 TEST_F(BadInputTest, ATooLongPromptIsNotEchoedBeforeItsError) {
-  WriteAll(P("long.txt"), std::string(5000, 'x'));
+  WriteFile(P("long.txt"), std::string(5000, 'x'));
   baseline_ = Snapshot();
   ToolResult r = Run(JLLM_RUN_PATH, {P("m.plan"), "-f", P("long.txt"), "-c", "64"});
   EXPECT_TRUE(r.failed_cleanly()) << r.Describe();
@@ -227,9 +227,9 @@ TEST_F(BadInputTest, AChangedTensorIsCaughtByItsHash) {
   ASSERT_NE(at, 0u) << "no 64 bytes of the tensor outside the sampled windows";
   const auto before = runtime::ComputeGgufFingerprint((*file)->bytes(), data);
   file->reset();
-  std::string bytes = ReadAll(P("m.gguf"));
+  std::string bytes = ReadFile(P("m.gguf"));
   for (uint64_t i = at; i < at + 64; ++i) bytes[i] = static_cast<char>(bytes[i] ^ 0x5A);
-  WriteAll(P("m.gguf"), bytes);
+  WriteFile(P("m.gguf"), bytes);
   auto changed = gguf::GgufFile::Open(P("m.gguf"));
   ASSERT_TRUE(changed.ok());
   EXPECT_EQ(*runtime::ComputeGgufFingerprint((*changed)->bytes(), data), *before);

@@ -206,7 +206,7 @@ class CliFuzzTest : public ToolsFixture {
       }
       EXPECT_EQ(now.type, state.type) << shown << ": " << name << " is no longer what it was";
       if (state.type == S_IFREG) {
-        WriteAll(P(name), state.bytes);
+        WriteFile(P(name), state.bytes);
         state = StateOf(P(name));
       }
     }

@@ -15,6 +15,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/test_data.h"
 #include "tests/tools/tools_test_support.h"
 
 namespace jllm::testing {
@@ -59,7 +60,7 @@ TEST_F(OutputSafetyTest, RunNeverDumpsLogitsOverItsInputs) {
   ExpectRefused(JLLM_RUN_PATH, {P("m.plan"), "--prompt-ids", P("ids.txt"), "-n", "2", "--dump-logits", P("ids.txt")},
                 P("ids.txt"), "is the same file as the input");
   // The side file FILE.json counts too: FILE = "m" makes it m.json; an input named so is kept.
-  WriteAll(P("x.json"), "{}");
+  WriteFile(P("x.json"), "{}");
   baseline_ = Snapshot();
   ExpectRefused(JLLM_RUN_PATH, {P("m.plan"), "-p", "hi", "-n", "2", "--dump-logits", P("x"),
                                 "--model", P("x.json")},
@@ -78,7 +79,7 @@ TEST_F(OutputSafetyTest, BenchNeverWritesItsJsonOverItsInputs) {
   ToolResult r = Run(JLLM_BENCH_PATH, {P("m.plan"), "--backend", "cpu", "-p", "8", "-n", "2", "-r", "1",
                                        "--json-out", P("bench.json")});
   ASSERT_EQ(r.exit_code, 0) << r.Describe();
-  EXPECT_THAT(ReadAll(P("bench.json")), HasSubstr("\"n_prompt\": 8"));
+  EXPECT_THAT(ReadFile(P("bench.json")), HasSubstr("\"n_prompt\": 8"));
   EXPECT_EQ(NewNames(), std::set<std::string>{"bench.json"});
   ExpectInputsUnchanged("jllm-bench --json-out bench.json");
 }
@@ -91,12 +92,11 @@ TEST_F(OutputSafetyTest, ConvertNeverWritesOverTheCheckpoint) {
 }
 
 TEST_F(OutputSafetyTest, SynthNeverWritesOverItsTokenizerFiles) {
-  const std::string tok = std::string(JLLM_SOURCE_DIR) + "/.deps/qwen3-tokenizer/tokenizer.json";
-  if (!std::filesystem::exists(tok)) GTEST_SKIP() << tok << " is not present (scripts/setup.sh)";
+  const std::string tok = Qwen3TokenizerDir();
+  JLLM_REQUIRE_TEST_DATA(!tok.empty(), "the Qwen3 tokenizer files are absent (scripts/setup.sh fetches them)");
   std::filesystem::create_directories(P("tok"));
-  std::filesystem::copy_file(tok, P("tok/tokenizer.json"));
-  std::filesystem::copy_file(std::filesystem::path(tok).parent_path() / "tokenizer_config.json",
-                             P("tok/tokenizer_config.json"));
+  std::filesystem::copy_file(tok + "/tokenizer.json", P("tok/tokenizer.json"));
+  std::filesystem::copy_file(tok + "/tokenizer_config.json", P("tok/tokenizer_config.json"));
   baseline_ = Snapshot();
   ExpectRefused(JLLM_SYNTH_PATH, {"--preset", "tiny", "--tokenizer", P("tok"), "-o", P("tok/tokenizer.json")},
                 P("tok/tokenizer.json"), "is the same file as the input");
@@ -121,7 +121,7 @@ TEST_F(OutputSafetyTest, WritersFollowASymlinkToItsTarget) {
   ToolResult r = Run(JLLM_COMPILE_PATH, {P("m.gguf"), "-o", P("plan-link")});
   ASSERT_EQ(r.exit_code, 0) << r.Describe();
   EXPECT_TRUE(std::filesystem::is_symlink(P("plan-link")));
-  EXPECT_EQ(ReadAll(P("real/plan.bin")).substr(0, 8), "JLLMPLAN");
+  EXPECT_EQ(ReadFile(P("real/plan.bin")).substr(0, 8), "JLLMPLAN");
   EXPECT_EQ(std::set<std::string>(NewNames()),
             std::set<std::string>({"real", "real/plan.bin", "plan-link"}));
   ExpectInputsUnchanged("compile through a symlink");
@@ -137,7 +137,7 @@ TEST_F(OutputSafetyTest, TwoConcurrentWritersLeaveOneWholeFile) {
   };
   ASSERT_EQ(synth("1", P("a.gguf")).exit_code, 0);
   ASSERT_EQ(synth("2", P("b.gguf")).exit_code, 0);
-  const std::string a = ReadAll(P("a.gguf")), b = ReadAll(P("b.gguf"));
+  const std::string a = ReadFile(P("a.gguf")), b = ReadFile(P("b.gguf"));
   ASSERT_NE(a, b);
   for (int round = 0; round < 6; ++round) {
     ToolResult ra, rb;
@@ -147,7 +147,7 @@ TEST_F(OutputSafetyTest, TwoConcurrentWritersLeaveOneWholeFile) {
     tb.join();
     ASSERT_EQ(ra.exit_code, 0) << ra.Describe();
     ASSERT_EQ(rb.exit_code, 0) << rb.Describe();
-    const std::string got = ReadAll(P("shared.gguf"));
+    const std::string got = ReadFile(P("shared.gguf"));
     ASSERT_TRUE(got == a || got == b) << "round " << round << ": a file of " << got.size()
                                       << " bytes that is neither seed's model";
     ASSERT_EQ(NewNames(), std::set<std::string>({"a.gguf", "b.gguf", "shared.gguf"}))

@@ -11,7 +11,6 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <iterator>
 #include <map>
 #include <set>
 #include <string>
@@ -23,19 +22,10 @@
 #include "frontends/gguf/tokenizer_data.h"
 #include "gtest/gtest.h"
 #include "tests/gguf/safetensors_builder.h"
+#include "tests/support/temp_files.h"
 #include "tests/support/tool_runner.h"
 
 namespace jllm::testing {
-
-inline std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-inline void WriteAll(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
 
 // Identity and contents of a file: a write in place changes the bytes, a replacement by rename
 // changes the inode even when the bytes are the same.
@@ -54,7 +44,7 @@ inline FileState StateOf(const std::string& path) {
   s.exists = true;
   s.type = st.st_mode & S_IFMT;
   s.inode = st.st_ino;
-  if (S_ISREG(st.st_mode)) s.bytes = ReadAll(path);
+  if (S_ISREG(st.st_mode)) s.bytes = ReadFile(path);
   return s;
 }
 
@@ -134,10 +124,10 @@ class ToolsFixture : public ::testing::Test {
     ASSERT_EQ(synth.exit_code, 0) << synth.Describe();
     ToolResult compile = Run(JLLM_COMPILE_PATH, {P("m.gguf"), "-o", P("m.plan")});
     ASSERT_EQ(compile.exit_code, 0) << compile.Describe();
-    WriteAll(P("passes.yaml"), "passes:\n  fuse-swiglu: false\n");
-    WriteAll(P("prompt.txt"), "Hello from a file");
-    WriteAll(P("ids.txt"), "72 101 108 108 111\n");
-    WriteAll(P("text.jsonl"), "{\"text\": \"hello\"}\n{\"text\": \"world\"}\n");
+    WriteFile(P("passes.yaml"), "passes:\n  fuse-swiglu: false\n");
+    WriteFile(P("prompt.txt"), "Hello from a file");
+    WriteFile(P("ids.txt"), "72 101 108 108 111\n");
+    WriteFile(P("text.jsonl"), "{\"text\": \"hello\"}\n{\"text\": \"world\"}\n");
     WriteHfCheckpoint(P("ck"));
     std::filesystem::create_directories(P("d"));
     ASSERT_EQ(mkfifo(P("fifo").c_str(), 0644), 0);
