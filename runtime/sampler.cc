@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 
@@ -32,6 +33,11 @@ absl::Status ValidateSamplerOptions(const SamplerOptions& o) {
     return absl::InvalidArgumentError(absl::StrCat(
         "repeat penalty must be a finite number > 0 (1 = off), not ", o.repeat_penalty));
   }
+  if (!std::isfinite(o.presence_penalty) || !std::isfinite(o.frequency_penalty)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "presence and frequency penalties must be finite numbers (0 = off), not ",
+        o.presence_penalty, " and ", o.frequency_penalty));
+  }
   if (o.repeat_last_n < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("repeat-last-n must be >= 0, not ", o.repeat_last_n));
@@ -48,6 +54,16 @@ void ApplyRepetitionPenalty(absl::Span<float> logits, absl::Span<const int32_t> 
     float& l = logits[id];
     l = l > 0 ? l / penalty : l * penalty;
   }
+}
+
+void ApplyPresenceFrequencyPenalty(absl::Span<float> logits, absl::Span<const int32_t> recent,
+                                   float presence, float frequency) {
+  if (presence == 0.0f && frequency == 0.0f) return;
+  absl::flat_hash_map<int32_t, int> count;
+  for (int32_t id : recent) {
+    if (id >= 0 && static_cast<size_t>(id) < logits.size()) ++count[id];
+  }
+  for (const auto& [id, n] : count) logits[id] -= presence + frequency * static_cast<float>(n);
 }
 
 std::vector<Candidate> SortedCandidates(absl::Span<const float> logits, int32_t k) {
@@ -132,6 +148,8 @@ Sampler::Choice Sampler::Distribution(absl::Span<const float> logits) const {
   std::vector<float> penalized(logits.begin(), logits.end());
   const std::vector<int32_t> recent(recent_.begin(), recent_.end());
   ApplyRepetitionPenalty(absl::MakeSpan(penalized), recent, options_.repeat_penalty);
+  ApplyPresenceFrequencyPenalty(absl::MakeSpan(penalized), recent, options_.presence_penalty,
+                                options_.frequency_penalty);
   Choice choice;
   if (options_.temperature <= 0.0f) {
     choice.candidates = SortedCandidates(penalized, 1);

@@ -1,5 +1,5 @@
-// Picks the next token from a row of logits, as llama.cpp users expect: the repetition penalty
-// over the recent tokens, then top-k, top-p, min-p, temperature, and a seeded draw. A
+// Picks the next token from a row of logits, as llama.cpp users expect: the repetition,
+// presence and frequency penalties over the recent tokens, then top-k, top-p, min-p, temperature, and a seeded draw. A
 // temperature of 0 is greedy: the arg-max of the penalized logits (lowest id on ties).
 //
 // Each stage is a free function on a candidate list sorted by descending logit (ties: lower id
@@ -22,12 +22,17 @@ struct SamplerOptions {
   float top_p = 0.95f;          // 1: off
   float min_p = 0.05f;          // 0: off
   float repeat_penalty = 1.0f;  // 1: off
+  // OpenAI's penalties, over the same recent tokens: every token that occurs there loses
+  // presence_penalty once and frequency_penalty per occurrence from its logit (0: off).
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
   int32_t repeat_last_n = 64;   // how many recent tokens the penalty looks at
   uint64_t seed = 0;
 };
 
 // InvalidArgument naming the option: temperature finite and >= 0, top_p in (0, 1], min_p in
-// [0, 1], repeat_penalty finite and > 0, repeat_last_n >= 0.
+// [0, 1], repeat_penalty finite and > 0, presence and frequency penalties finite,
+// repeat_last_n >= 0.
 absl::Status ValidateSamplerOptions(const SamplerOptions& o);
 
 struct Candidate {
@@ -39,6 +44,11 @@ struct Candidate {
 // divided by `penalty`, a negative one multiplied by it.
 void ApplyRepetitionPenalty(absl::Span<float> logits, absl::Span<const int32_t> recent,
                             float penalty);
+
+// logit -= presence + frequency · count, for every token that occurs `count` > 0 times in
+// `recent`.
+void ApplyPresenceFrequencyPenalty(absl::Span<float> logits, absl::Span<const int32_t> recent,
+                                   float presence, float frequency);
 
 // All tokens, sorted; with k > 0 only the k best are sorted and kept (a partial sort).
 std::vector<Candidate> SortedCandidates(absl::Span<const float> logits, int32_t k = 0);
