@@ -1,9 +1,13 @@
 // Shared pieces of the runtime tests: temporary paths, a tiny synthesized Qwen3 GGUF (the
-// byte-level vocabulary, so token ids are byte values), reading files, and a scripted fake
-// backend for the generation loop.
+// byte-level vocabulary, so token ids are byte values), reading files, running a built tool,
+// and a scripted fake backend for the generation loop.
 #pragma once
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cstdint>
+#include <cstdio>
 #include <fstream>
 #include <functional>
 #include <iterator>
@@ -32,6 +36,33 @@ inline std::string ReadAll(const std::string& path) {
 inline void WriteAll(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+// A built tool run as a user runs it: `binary args` through the shell, `stdin_text` on its
+// standard input; its exit code, standard output and standard error.
+struct ToolRun {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+inline ToolRun Tool(const std::string& binary, const std::string& args,
+                    const std::string& stdin_text = "") {
+  const std::string base = TempPath(std::to_string(getpid()));
+  const std::string err_path = base + ".stderr", in_path = base + ".stdin";
+  WriteAll(in_path, stdin_text);
+  const std::string cmd = "'" + binary + "' " + args + " <'" + in_path + "' 2>'" + err_path + "'";
+  ToolRun r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.err = ReadAll(err_path);
+  std::remove(err_path.c_str());
+  std::remove(in_path.c_str());
+  return r;
 }
 
 // The `tiny` preset (E 256, 4 layers, byte-level vocabulary of 261 tokens) with Q8_0 matrices.

@@ -20,33 +20,11 @@ namespace {
 
 using ::testing::HasSubstr;
 using testing::ReadAll;
+using testing::Tool;
+using testing::ToolRun;
 using testing::WriteAll;
 
 constexpr int64_t kTinyVocab = 261;  // byte-level: 256 bytes + 5 special tokens
-
-struct ToolRun {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-ToolRun Tool(const std::string& binary, const std::string& args, const std::string& stdin_text = "") {
-  const std::string base = testing::TempPath(std::to_string(getpid()));
-  const std::string err_path = base + ".stderr", in_path = base + ".stdin";
-  WriteAll(in_path, stdin_text);
-  const std::string cmd = "'" + binary + "' " + args + " <'" + in_path + "' 2>'" + err_path + "'";
-  ToolRun r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.err = ReadAll(err_path);
-  std::remove(err_path.c_str());
-  std::remove(in_path.c_str());
-  return r;
-}
 
 class ToolsTest : public ::testing::Test {
  protected:
