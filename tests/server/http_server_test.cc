@@ -79,6 +79,8 @@ TEST_F(HttpServerTest, BadInputGetsItsStatusAndTheServerGoesOn) {
   const std::string chat = "/v1/chat/completions";
   ExpectError(Post(*client_, chat, "{\"messages\": [{\"role\": \"user\""), 400, "", "not valid JSON");
   ExpectError(Post(*client_, chat, ""), 400, "", "not valid JSON");
+  ExpectError(Post(*client_, chat, "{\"messages\": [{\"role\": \"user\", \"content\": \"\xff\"}]}"), 400, "",
+              "not valid JSON");  // invalid UTF-8
   ExpectError(Post(*client_, chat, R"({"messages": "hi"})"), 400, "messages", "must be an array");
   ExpectError(Post(*client_, chat, R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": "5"})"),
               400, "max_tokens", "must be an integer");
