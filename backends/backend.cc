@@ -13,4 +13,12 @@ absl::StatusOr<absl::Span<const uint8_t>> BlobWeightSource::Bytes(const ir::Weig
   return blob_.subspan(w.offset, w.nbytes);
 }
 
+absl::Status Backend::Forward(absl::Span<const int32_t> tokens, int64_t pos0, LogitsRows rows,
+                              std::vector<float>* logits) {
+  StepOptions options;
+  options.logits = logits;
+  options.rows = rows;
+  return Step(tokens, pos0, options).status();
+}
+
 }  // namespace jllm

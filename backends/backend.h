@@ -1,21 +1,26 @@
 // The one interface the runtime sees backends through. A backend executes a lowered ir::Graph:
 // it owns the weights in its own memory, the KV cache storage (element type per layer from
-// graph.kv_dtypes) and the scratch space, and runs one step at a time.
+// graph.kv_dtypes), the scratch space and the context's tokens, and runs one step at a time.
 //
-//   auto be = CreateCpuRefBackend();
+//   ASSIGN_OR_RETURN(auto be, CreateBackend("auto"));          // runtime/backend_factory.h
 //   RETURN_IF_ERROR(be->Load(graph, weights, {.max_context = 4096}));
-//   RETURN_IF_ERROR(be->Forward(prompt_ids, /*pos0=*/0, LogitsRows::kAll, &logits));
-//   RETURN_IF_ERROR(be->Forward({next}, /*pos0=*/prompt_ids.size(), LogitsRows::kLast, &logits));
+//   const SamplingParams greedy{.temperature = 0};
+//   ASSIGN_OR_RETURN(int32_t next, be->Step(prompt_ids, /*pos0=*/0, {.sampling = &greedy}));
+//   ASSIGN_OR_RETURN(next, be->Step({next}, prompt_ids.size(), {.sampling = &greedy}));
+//
+// A step that samples returns only the token id: logits reach the host only when asked for.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "backends/sampling_params.h"
 #include "ir/graph.h"
 
 namespace jllm {
@@ -26,6 +31,9 @@ class WeightSource {
   virtual ~WeightSource() = default;
   // The bytes of `w` (exactly w.nbytes); an error if they are not available.
   virtual absl::StatusOr<absl::Span<const uint8_t>> Bytes(const ir::WeightRef& w) const = 0;
+  // The backend is done with `w`'s bytes (it copied them to its own memory): the source may
+  // drop them from memory (a Jetson's one memory pool holds CPU and GPU data alike).
+  virtual void Release(const ir::WeightRef& /*w*/) const {}
 };
 
 // A WeightSource over one contiguous blob in memory (weights addressed by WeightRef::offset).
@@ -39,11 +47,37 @@ class BlobWeightSource : public WeightSource {
 };
 
 struct BackendOptions {
-  int64_t max_context = 4096;  // KV cache positions to allocate
-  int n_threads = 0;           // CPU threads (0: all cores)
+  int64_t max_context = 4096;     // KV cache positions to allocate
+  int64_t max_step_tokens = 512;  // the most tokens one Step may take (the prefill chunk)
+  int n_threads = 0;              // CPU threads (0: all cores)
 };
 
 enum class LogitsRows { kLast, kAll };
+
+struct StepOptions {
+  // Sample the next token from the last row with these settings (null: do not sample). The
+  // repetition penalty looks at the last repeat_last_n tokens of the context the backend holds.
+  const SamplingParams* sampling = nullptr;
+  // Copy logits to the host: the last row (kLast) or every row (kAll) of the step.
+  std::vector<float>* logits = nullptr;
+  LogitsRows rows = LogitsRows::kLast;
+};
+
+// One graph input for Evaluate, by name: f32 data for an f32 input, i32 for an i32 one.
+struct NamedInput {
+  std::string name;
+  std::vector<float> f32;
+  std::vector<int32_t> i32;
+};
+
+// Time spent in one kernel (or op) during a profiled step.
+struct KernelTiming {
+  std::string name;
+  int64_t calls = 0;
+  double microseconds = 0;
+  int64_t bytes = 0;  // bytes moved by all calls (the cost model's count)
+  int64_t flops = 0;
+};
 
 class Backend {
  public:
@@ -55,11 +89,33 @@ class Backend {
   virtual absl::Status Load(const ir::Graph& graph, const WeightSource& weights,
                             const BackendOptions& options) = 0;
 
+  // One line on what Load set up (device, memory), for a tool's stderr; may be empty.
+  virtual std::string Describe() const { return ""; }
+
   // Runs `tokens` at positions pos0, pos0+1, …; the cache must hold positions [0, pos0) from
-  // earlier steps (later positions are overwritten). Writes f32 logits [rows × n_vocab]: for
-  // every token (kAll) or only the last (kLast). pos0 + tokens.size() must be <= max_context.
-  virtual absl::Status Forward(absl::Span<const int32_t> tokens, int64_t pos0, LogitsRows rows,
-                               std::vector<float>* logits) = 0;
+  // earlier steps (later positions are overwritten). pos0 + tokens.size() <= max_context and
+  // tokens.size() <= max_step_tokens. Returns the sampled token, or -1 without sampling.
+  virtual absl::StatusOr<int32_t> Step(absl::Span<const int32_t> tokens, int64_t pos0,
+                                       const StepOptions& options) = 0;
+
+  // Step without sampling, the logits to `logits` (f32 [rows × n_vocab]).
+  absl::Status Forward(absl::Span<const int32_t> tokens, int64_t pos0, LogitsRows rows,
+                       std::vector<float>* logits);
+
+  // For op tests: runs every node of the loaded graph once for a step of n_tokens tokens after
+  // pos0 cached positions (T = n_tokens, S = pos0 + n_tokens), with the graph inputs given by
+  // name (each exactly once), and returns the named values' elements (f32, row-major).
+  // KV caches persist across calls, as across Steps; a cache value itself cannot be read.
+  virtual absl::StatusOr<std::vector<std::vector<float>>> Evaluate(
+      int64_t n_tokens, int64_t pos0, absl::Span<const NamedInput> inputs,
+      absl::Span<const std::string> outputs) = 0;
+
+  // Runs a step like Step (without sampling) and returns where its time went, by kernel.
+  virtual absl::StatusOr<std::vector<KernelTiming>> Profile(absl::Span<const int32_t> tokens,
+                                                            int64_t pos0) {
+    (void)tokens, (void)pos0;
+    return absl::UnimplementedError(std::string(name()) + " cannot profile");
+  }
 };
 
 }  // namespace jllm

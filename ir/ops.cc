@@ -1,5 +1,7 @@
 #include "ir/ops.h"
 
+#include <cmath>
+
 #include "ir/absl_compat.h"
 
 namespace jllm::ir {
@@ -23,6 +25,10 @@ std::optional<OpKind> ParseOpName(std::string_view name) {
     if (kOpNames[i] == name) return static_cast<OpKind>(i);
   }
   return std::nullopt;
+}
+
+float RopeThetaStep(float freq_base, int64_t n_rot) {
+  return std::pow(freq_base, -2.0f / static_cast<float>(n_rot));
 }
 
 bool IsFusedOp(OpKind op) {

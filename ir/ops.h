@@ -188,6 +188,10 @@ struct QkNormRopeKvAppendAttrs {
 using Attrs = std::variant<NoAttrs, RmsNormAttrs, MatMulAttrs, HeadRmsNormAttrs, RopeAttrs,
                            KvAppendAttrs, AttentionAttrs, QkNormRopeKvAppendAttrs>;
 
+// The factor between consecutive NEOX RoPE angles, base^(-2/n_rot), computed in f32 as ggml's
+// rope cache does; every backend builds the angles θ_{i+1} = θ_i · step from it.
+float RopeThetaStep(float freq_base, int64_t n_rot);
+
 // The attribute struct an op kind takes, default-initialised.
 Attrs DefaultAttrs(OpKind op);
 bool AttrsMatchOp(OpKind op, const Attrs& attrs);

@@ -1,22 +1,17 @@
 // Byte layouts of the quant blocks jllm supports (FORMATS.md §2): the one place their sizes and
 // field offsets are written. Host C++ (the quantizers, cpu_ref, the CUDA backend's weight upload)
 // and the NVRTC kernels include this same header, so no block size, offset or group size is
-// restated anywhere (as ggml-common.h serves C, C++ and CUDA alike). It therefore includes no
-// header of ours and, under NVRTC, no standard header either.
+// restated anywhere (as ggml-common.h serves C, C++ and CUDA alike). It therefore includes only
+// ir/fixed_width.h and, under NVRTC, no standard header.
 //
 // Every field has natural alignment, so the structs carry no padding; the static_asserts pin
 // sizes and offsets to the ggml layout. fp16 values are kept as raw IEEE binary16 bits.
 #pragma once
 
-#if defined(__CUDACC_RTC__)
-typedef unsigned char uint8_t;
-typedef signed char int8_t;
-typedef unsigned short uint16_t;
-#define JLLM_OFFSETOF(type, field) __builtin_offsetof(type, field)
-#else
+#include "ir/fixed_width.h"
+
+#if !defined(__CUDACC_RTC__)
 #include <cstddef>
-#include <cstdint>
-#define JLLM_OFFSETOF(type, field) offsetof(type, field)
 #endif
 
 namespace jllm::quant {
@@ -58,28 +53,36 @@ struct BlockQ6_K {
   uint16_t d;  // fp16
 };
 
-static_assert(sizeof(BlockQ8_0) == 34 && JLLM_OFFSETOF(BlockQ8_0, qs) == 2, "Q8_0 layout");
-static_assert(sizeof(BlockQ4_K) == 144 && JLLM_OFFSETOF(BlockQ4_K, scales) == 4 &&
-                  JLLM_OFFSETOF(BlockQ4_K, qs) == 16,
-              "Q4_K layout");
-static_assert(sizeof(BlockQ5_K) == 176 && JLLM_OFFSETOF(BlockQ5_K, qh) == 16 &&
-                  JLLM_OFFSETOF(BlockQ5_K, qs) == 48,
-              "Q5_K layout");
-static_assert(sizeof(BlockQ6_K) == 210 && JLLM_OFFSETOF(BlockQ6_K, qh) == 128 &&
-                  JLLM_OFFSETOF(BlockQ6_K, scales) == 192 && JLLM_OFFSETOF(BlockQ6_K, d) == 208,
-              "Q6_K layout");
-
+// Field offsets the kernels address directly, from the sizes of the fields before them (valid in
+// every compiler; NVRTC has no offsetof).
+inline constexpr int kQ4KQsOffset = sizeof(BlockQ4_K::d) + sizeof(BlockQ4_K::dmin) + sizeof(BlockQ4_K::scales);
+inline constexpr int kQ5KQhOffset = sizeof(BlockQ5_K::d) + sizeof(BlockQ5_K::dmin) + sizeof(BlockQ5_K::scales);
+inline constexpr int kQ5KQsOffset = kQ5KQhOffset + sizeof(BlockQ5_K::qh);
+inline constexpr int kQ6KQhOffset = sizeof(BlockQ6_K::ql);
+inline constexpr int kQ6KScalesOffset = kQ6KQhOffset + sizeof(BlockQ6_K::qh);
 // The part of a Q6_K block before d (ql, qh, scales): 208 bytes, a multiple of 16. The CUDA
 // backend's device layout stores these bodies back to back and the d values after them, so
-// every body starts 16-byte aligned (backends/cuda/weight_layout.h).
-inline constexpr int kQ6KBodyBytes = JLLM_OFFSETOF(BlockQ6_K, d);
+// every body starts 16-byte aligned (backends/cuda/device_layout.h).
+inline constexpr int kQ6KBodyBytes = kQ6KScalesOffset + sizeof(BlockQ6_K::scales);
+
+static_assert(sizeof(BlockQ8_0) == 34, "Q8_0 layout");
+static_assert(sizeof(BlockQ4_K) == 144 && kQ4KQsOffset == 16, "Q4_K layout");
+static_assert(sizeof(BlockQ5_K) == 176 && kQ5KQhOffset == 16 && kQ5KQsOffset == 48, "Q5_K layout");
+static_assert(sizeof(BlockQ6_K) == 210 && kQ6KQhOffset == 128 && kQ6KScalesOffset == 192 &&
+                  kQ6KBodyBytes == 208,
+              "Q6_K layout");
 static_assert(kQ6KBodyBytes % 16 == 0, "Q6_K body must be 16-byte aligned");
+#if !defined(__CUDACC_RTC__)
+// The struct layout really is the one the constants describe (no padding anywhere).
+static_assert(offsetof(BlockQ8_0, qs) == 2 && offsetof(BlockQ4_K, scales) == 4 &&
+              offsetof(BlockQ4_K, qs) == kQ4KQsOffset && offsetof(BlockQ5_K, qh) == kQ5KQhOffset &&
+              offsetof(BlockQ5_K, qs) == kQ5KQsOffset && offsetof(BlockQ6_K, qh) == kQ6KQhOffset &&
+              offsetof(BlockQ6_K, scales) == kQ6KScalesOffset && offsetof(BlockQ6_K, d) == kQ6KBodyBytes);
+#endif
 
 // Unpacks the 6-bit scale and min of sub-block j (0..7) of a Q4_K / Q5_K block
-// (ggml's get_scale_min_k4).
-#if defined(__CUDACC_RTC__)
-__host__ __device__
-#endif
+// (ggml's get_scale_min_k4). NVRTC compiles it as a device function (the kernels are compiled
+// with --device-as-default-execution-space).
 inline void UnpackScaleMinK4(int j, const uint8_t* s, uint8_t* scale, uint8_t* min) {
   if (j < 4) {
     *scale = s[j] & 63;

@@ -1,131 +1,9 @@
 #include "runtime/sampler.h"
 
 #include <algorithm>
-#include <cmath>
-
-#include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
-#include "absl/strings/str_cat.h"
+#include <vector>
 
 namespace jllm::runtime {
-namespace {
-
-bool Better(const Candidate& a, const Candidate& b) {
-  return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
-}
-
-}  // namespace
-
-absl::Status ValidateSamplerOptions(const SamplerOptions& o) {
-  if (!std::isfinite(o.temperature) || o.temperature < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("temperature must be a finite number >= 0 (0 = greedy), not ", o.temperature));
-  }
-  if (!(o.top_p > 0 && o.top_p <= 1)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("top-p must be in (0, 1] (1 = off), not ", o.top_p));
-  }
-  if (!(o.min_p >= 0 && o.min_p <= 1)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("min-p must be in [0, 1] (0 = off), not ", o.min_p));
-  }
-  if (!std::isfinite(o.repeat_penalty) || o.repeat_penalty <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "repeat penalty must be a finite number > 0 (1 = off), not ", o.repeat_penalty));
-  }
-  if (!std::isfinite(o.presence_penalty) || !std::isfinite(o.frequency_penalty)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "presence and frequency penalties must be finite numbers (0 = off), not ",
-        o.presence_penalty, " and ", o.frequency_penalty));
-  }
-  if (o.repeat_last_n < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("repeat-last-n must be >= 0, not ", o.repeat_last_n));
-  }
-  return absl::OkStatus();
-}
-
-void ApplyRepetitionPenalty(absl::Span<float> logits, absl::Span<const int32_t> recent,
-                            float penalty) {
-  if (penalty == 1.0f) return;
-  absl::flat_hash_set<int32_t> seen;
-  for (int32_t id : recent) {
-    if (id < 0 || static_cast<size_t>(id) >= logits.size() || !seen.insert(id).second) continue;
-    float& l = logits[id];
-    l = l > 0 ? l / penalty : l * penalty;
-  }
-}
-
-void ApplyPresenceFrequencyPenalty(absl::Span<float> logits, absl::Span<const int32_t> recent,
-                                   float presence, float frequency) {
-  if (presence == 0.0f && frequency == 0.0f) return;
-  absl::flat_hash_map<int32_t, int> count;
-  for (int32_t id : recent) {
-    if (id >= 0 && static_cast<size_t>(id) < logits.size()) ++count[id];
-  }
-  for (const auto& [id, n] : count) logits[id] -= presence + frequency * static_cast<float>(n);
-}
-
-std::vector<Candidate> SortedCandidates(absl::Span<const float> logits, int32_t k) {
-  std::vector<Candidate> c(logits.size());
-  for (size_t i = 0; i < logits.size(); ++i) {
-    // NaN would break the ordering the sort relies on: it ranks last, as -infinity.
-    const float l = std::isnan(logits[i]) ? -INFINITY : logits[i];
-    c[i] = {static_cast<int32_t>(i), l};
-  }
-  if (k > 0 && static_cast<size_t>(k) < c.size()) {
-    std::nth_element(c.begin(), c.begin() + (k - 1), c.end(), Better);
-    c.resize(k);
-  }
-  std::sort(c.begin(), c.end(), Better);
-  return c;
-}
-
-void KeepTopK(std::vector<Candidate>& c, int32_t k) {
-  if (k > 0 && static_cast<size_t>(k) < c.size()) c.resize(k);
-}
-
-std::vector<double> CandidateProbabilities(const std::vector<Candidate>& c, float temperature) {
-  std::vector<double> p(c.size());
-  if (c.empty()) return p;
-  double max_logit = c[0].logit;
-  for (const auto& x : c) max_logit = std::max<double>(max_logit, x.logit);
-  if (std::isinf(max_logit) && max_logit < 0) {  // every candidate masked: uniform
-    std::fill(p.begin(), p.end(), 1.0 / c.size());
-    return p;
-  }
-  double sum = 0;
-  for (size_t i = 0; i < c.size(); ++i) {
-    p[i] = std::exp((c[i].logit - max_logit) / temperature);
-    sum += p[i];
-  }
-  for (double& x : p) x /= sum;
-  return p;
-}
-
-void KeepTopP(std::vector<Candidate>& c, float p) {
-  if (p >= 1.0f || c.empty()) return;
-  const std::vector<double> prob = CandidateProbabilities(c);
-  double mass = 0;
-  for (size_t i = 0; i < c.size(); ++i) {
-    mass += prob[i];
-    if (mass >= p) {
-      c.resize(i + 1);
-      return;
-    }
-  }
-}
-
-void KeepMinP(std::vector<Candidate>& c, float min_p) {
-  if (min_p <= 0.0f || c.empty()) return;
-  // p_i / p_best = exp(l_i - l_best) >= min_p  <=>  l_i >= l_best + log(min_p).
-  const double threshold = static_cast<double>(c[0].logit) + std::log(static_cast<double>(min_p));
-  size_t keep = 1;
-  while (keep < c.size() && c[keep].logit >= threshold) ++keep;
-  c.resize(keep);
-}
-
-Sampler::Sampler(const SamplerOptions& options) : options_(options), rng_(options.seed) {}
 
 void Sampler::Accept(int32_t token) {
   if (options_.repeat_last_n <= 0) return;
@@ -137,45 +15,22 @@ void Sampler::SetHistory(absl::Span<const int32_t> tokens) {
   recent_.clear();
   const size_t n = std::min<size_t>(tokens.size(), std::max(options_.repeat_last_n, 0));
   recent_.insert(recent_.end(), tokens.end() - n, tokens.end());
+  position_ = static_cast<int64_t>(tokens.size());
 }
 
 void Sampler::Reset() {
   recent_.clear();
-  rng_.seed(options_.seed);
+  position_ = 0;
 }
 
-Sampler::Choice Sampler::Distribution(absl::Span<const float> logits) const {
-  std::vector<float> penalized(logits.begin(), logits.end());
+SamplingChoice Sampler::Distribution(absl::Span<const float> logits) const {
   const std::vector<int32_t> recent(recent_.begin(), recent_.end());
-  ApplyRepetitionPenalty(absl::MakeSpan(penalized), recent, options_.repeat_penalty);
-  ApplyPresenceFrequencyPenalty(absl::MakeSpan(penalized), recent, options_.presence_penalty,
-                                options_.frequency_penalty);
-  Choice choice;
-  if (options_.temperature <= 0.0f) {
-    choice.candidates = SortedCandidates(penalized, 1);
-    choice.probabilities.assign(choice.candidates.size(), 1.0);
-    return choice;
-  }
-  choice.candidates = SortedCandidates(penalized, options_.top_k);
-  KeepTopK(choice.candidates, options_.top_k);
-  KeepTopP(choice.candidates, options_.top_p);
-  KeepMinP(choice.candidates, options_.min_p);
-  choice.probabilities = CandidateProbabilities(choice.candidates, options_.temperature);
-  return choice;
+  return SamplingDistribution(logits, recent, options_);
 }
 
 int32_t Sampler::Sample(absl::Span<const float> logits) {
-  if (logits.empty()) return -1;
-  const Choice choice = Distribution(logits);
-  if (choice.candidates.size() == 1) return choice.candidates[0].id;
-  // A uniform double in [0, 1) from the top 53 bits: defined by us, not by the library.
-  const double u = static_cast<double>(rng_() >> 11) * 0x1.0p-53;
-  double mass = 0;
-  for (size_t i = 0; i < choice.candidates.size(); ++i) {
-    mass += choice.probabilities[i];
-    if (u < mass) return choice.candidates[i].id;
-  }
-  return choice.candidates.back().id;  // rounding left u just above the total
+  const std::vector<int32_t> recent(recent_.begin(), recent_.end());
+  return SampleToken(logits, recent, options_, position_++);
 }
 
 }  // namespace jllm::runtime

@@ -76,6 +76,7 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(const ir::Graph& graph,
   BackendOptions bo;
   bo.max_context = s->context_;
   bo.n_threads = options.n_threads;
+  bo.max_step_tokens = s->prefill_chunk_;
   RETURN_IF_ERROR(s->backend_->Load(graph, *s->weights_, bo));
   return s;
 }
@@ -97,28 +98,34 @@ absl::StatusOr<std::vector<int32_t>> Session::Tokenize(std::string_view text) co
   return tokenizer_->Encode(text, eo);
 }
 
-absl::Status Session::Prefill(absl::Span<const int32_t> tokens, const GenerateOptions& options,
-                              std::vector<float>* last_row) {
+absl::StatusOr<int32_t> Session::Prefill(absl::Span<const int32_t> tokens,
+                                         const GenerateOptions& options,
+                                         const SamplerOptions& sampling) {
   const int64_t n_vocab = config_.n_vocab;
-  const LogitsRows rows = options.on_logits ? LogitsRows::kAll : LogitsRows::kLast;
+  int32_t next = -1;
   for (size_t begin = 0; begin < tokens.size(); begin += prefill_chunk_) {
     const auto chunk = tokens.subspan(begin, prefill_chunk_);
-    RETURN_IF_ERROR(backend_->Forward(chunk, static_cast<int64_t>(cached_.size()), rows, &logits_));
-    const size_t n_rows = rows == LogitsRows::kAll ? chunk.size() : 1;
-    if (logits_.size() != n_rows * n_vocab) {
-      return absl::InternalError(absl::StrCat("backend ", Sv(backend_->name()), " returned ",
-                                              logits_.size(), " logits for ", n_rows, " rows of ",
-                                              n_vocab));
+    const bool last = begin + chunk.size() == tokens.size();
+    StepOptions step;
+    step.sampling = last ? &sampling : nullptr;
+    if (options.on_logits) {
+      step.logits = &logits_;
+      step.rows = LogitsRows::kAll;
     }
+    ASSIGN_OR_RETURN(next, backend_->Step(chunk, static_cast<int64_t>(cached_.size()), step));
     cached_.insert(cached_.end(), chunk.begin(), chunk.end());
     if (options.on_logits) {
+      if (logits_.size() != chunk.size() * n_vocab) {
+        return absl::InternalError(absl::StrCat("backend ", Sv(backend_->name()), " returned ",
+                                                logits_.size(), " logits for ", chunk.size(),
+                                                " rows of ", n_vocab));
+      }
       for (size_t i = 0; i < chunk.size(); ++i) {
         options.on_logits(chunk[i], absl::MakeConstSpan(logits_).subspan(i * n_vocab, n_vocab));
       }
     }
   }
-  last_row->assign(logits_.end() - n_vocab, logits_.end());
-  return absl::OkStatus();
+  return next;
 }
 
 absl::StatusOr<GenerateResult> Session::Generate(absl::Span<const int32_t> prompt,
@@ -152,11 +159,10 @@ absl::StatusOr<GenerateResult> Session::Generate(absl::Span<const int32_t> promp
   GenerationStats& stats = result.stats;
   stats.reused_tokens = static_cast<int64_t>(reuse);
   stats.prompt_tokens = static_cast<int64_t>(prompt.size() - reuse);
-  std::vector<float> row;
+  const SamplerOptions& sampling = sampler.options();
   const auto prefill_start = Clock::now();
-  RETURN_IF_ERROR(Prefill(prompt.subspan(reuse), options, &row));
+  ASSIGN_OR_RETURN(int32_t token, Prefill(prompt.subspan(reuse), options, sampling));
   stats.prompt_seconds = Seconds(prefill_start, Clock::now());
-  sampler.SetHistory(prompt);
 
   DecodeOptions dopt;
   dopt.skip_control = true;
@@ -176,7 +182,6 @@ absl::StatusOr<GenerateResult> Session::Generate(absl::Span<const int32_t> promp
       result.stop = StopReason::kMaxTokens;
       break;
     }
-    const int32_t token = sampler.Sample(row);
     ++stats.generated_tokens;
     result.tokens.push_back(token);
     if (stats.generated_tokens == 1) {
@@ -187,7 +192,6 @@ absl::StatusOr<GenerateResult> Session::Generate(absl::Span<const int32_t> promp
       result.stop = StopReason::kEndOfGeneration;
       break;
     }
-    sampler.Accept(token);
     ASSIGN_OR_RETURN(std::string piece, decoder.Push(token));
     emit(stops.Push(piece));
     if (stops.stopped()) {
@@ -206,17 +210,20 @@ absl::StatusOr<GenerateResult> Session::Generate(absl::Span<const int32_t> promp
       result.stop = StopReason::kContextFull;
       break;
     }
-    const int32_t step[1] = {token};
-    RETURN_IF_ERROR(backend_->Forward(step, static_cast<int64_t>(cached_.size()),
-                                      LogitsRows::kLast, &logits_));
-    if (logits_.size() != static_cast<size_t>(n_vocab)) {
+    const int32_t step_tokens[1] = {token};
+    StepOptions step;
+    step.sampling = &sampling;
+    if (options.on_logits) step.logits = &logits_;
+    ASSIGN_OR_RETURN(const int32_t next,
+                     backend_->Step(step_tokens, static_cast<int64_t>(cached_.size()), step));
+    if (options.on_logits && logits_.size() != static_cast<size_t>(n_vocab)) {
       return absl::InternalError(absl::StrCat("backend ", Sv(backend_->name()), " returned ",
                                               logits_.size(), " logits, not ", n_vocab));
     }
     cached_.push_back(token);
     ++stats.decode_steps;
     if (options.on_logits) options.on_logits(token, logits_);
-    row.assign(logits_.begin(), logits_.end());
+    token = next;
   }
   if (stats.generated_tokens > 0) stats.decode_seconds = Seconds(decode_start, Clock::now());
   if (!stops.stopped()) {

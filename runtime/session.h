@@ -33,7 +33,7 @@ inline constexpr int64_t kDefaultContext = 4096;
 struct SessionOptions {
   int64_t context = 0;          // KV cache positions; 0: min(model's context, kDefaultContext)
   int n_threads = 0;            // backend CPU threads (0: all cores)
-  int64_t prefill_chunk = 512;  // prompt tokens per forward pass (bounds prefill memory)
+  int64_t prefill_chunk = 512;  // prompt tokens per backend step (bounds prefill memory)
 };
 
 enum class StopReason {
@@ -114,8 +114,9 @@ class Session {
 
  private:
   Session() = default;
-  absl::Status Prefill(absl::Span<const int32_t> tokens, const GenerateOptions& options,
-                       std::vector<float>* last_row);
+  // Runs the tokens after the cached ones in chunks; returns the token sampled from the last.
+  absl::StatusOr<int32_t> Prefill(absl::Span<const int32_t> tokens, const GenerateOptions& options,
+                                  const SamplerOptions& sampling);
 
   ir::ModelConfig config_;
   int64_t context_ = 0;

@@ -1,6 +1,7 @@
 #include "backends/cpu_ref/graph_executor.h"
 
 #include <algorithm>
+#include <chrono>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -169,7 +170,7 @@ absl::Status GraphExecutor::BindInputs(absl::Span<const Feed> feeds) {
 }
 
 absl::Status GraphExecutor::Run(int64_t n_tokens, int64_t pos0, absl::Span<const Feed> feeds,
-                                ir::ValueId last_row_only) {
+                                ir::ValueId last_row_only, std::vector<double>* node_seconds) {
   if (n_tokens < 1 || pos0 < 0) {
     return absl::InvalidArgumentError(absl::StrCat("cpu_ref: a step of ", n_tokens,
                                                    " tokens at position ", pos0));
@@ -214,8 +215,13 @@ absl::Status GraphExecutor::Run(int64_t n_tokens, int64_t pos0, absl::Span<const
     }
   }
   RETURN_IF_ERROR(BindInputs(feeds));
+  if (node_seconds != nullptr) node_seconds->assign(graph_.nodes.size(), 0.0);
   for (size_t i = 0; i < graph_.nodes.size(); ++i) {
+    const auto start = std::chrono::steady_clock::now();
     absl::Status st = RunNode(graph_.nodes[i], static_cast<int>(i));
+    if (node_seconds != nullptr) {
+      (*node_seconds)[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
     if (!st.ok()) {
       return absl::Status(st.code(), absl::StrCat("cpu_ref: ",
                                                   ir::DescribeNode(graph_, static_cast<int>(i)),

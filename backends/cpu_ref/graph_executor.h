@@ -44,8 +44,9 @@ class GraphExecutor {
   // Positions reaching a kv append or attention must lie in [0, S).
   // `last_row_only`, if >= 0, is a graph output made by a logits or matmul node and read by no
   // node: only its last row is computed, and its buffer holds just that row.
+  // `node_seconds`, if given, receives each node's wall time.
   absl::Status Run(int64_t n_tokens, int64_t pos0, absl::Span<const Feed> feeds,
-                   ir::ValueId last_row_only = -1);
+                   ir::ValueId last_row_only = -1, std::vector<double>* node_seconds = nullptr);
 
   // After Run: a value's elements, row-major, for this step's T and S (empty for kv caches).
   absl::Span<const float> f32(ir::ValueId v) const { return f32_[v]; }

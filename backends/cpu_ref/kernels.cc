@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ir/ops.h"
+
 namespace jllm::cpu_ref {
 
 float Dot(const float* a, const float* b, int64_t n) {
@@ -31,7 +33,7 @@ void RmsNormRow(const float* x, const float* gamma, float eps, int64_t n, float*
 void RopeAngles(int64_t pos, int64_t n_rot, float freq_base, float freq_scale, float* cos_out,
                 float* sin_out) {
   // As ggml's rope cache: the unscaled angle is stepped in float, then scaled by freq_scale.
-  const float step = std::pow(freq_base, -2.0f / static_cast<float>(n_rot));
+  const float step = ir::RopeThetaStep(freq_base, n_rot);
   float theta = static_cast<float>(pos);
   for (int64_t i = 0; i < n_rot / 2; ++i) {
     const float angle = freq_scale * theta;

@@ -4,7 +4,7 @@
 #include <fstream>
 #include <string>
 
-#include "backends/cuda/cubin_cache.h"
+#include "backends/cuda/nvrtc/cubin_cache.h"
 #include "backends/cuda/quant_gemv.h"
 #include "gtest/gtest.h"
 

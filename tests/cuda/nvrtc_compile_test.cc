@@ -7,8 +7,8 @@
 #include <sstream>
 #include <string>
 
-#include "backends/cuda/kernel_sources.h"
-#include "backends/cuda/nvrtc_compiler.h"
+#include "backends/cuda/nvrtc/kernel_sources.h"
+#include "backends/cuda/nvrtc/nvrtc_compiler.h"
 #include "backends/cuda/quant_gemv.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "backends/sampling.h"
 #include "frontends/gguf/synth_model.h"
 #include "gtest/gtest.h"
 
@@ -77,8 +79,9 @@ inline void WriteTinyModel(const std::string& path, uint64_t seed = 1) {
 }
 
 // A backend that runs no model: each position's logits come from `next(position, token)`,
-// which returns the token to favour there (its logit is 10, every other one 0). It records
-// every Forward call and refuses calls past max_context, as the interface requires.
+// which returns the token to favour there (its logit is 10, every other one 0), sampled with the
+// reference sampler. It records every Step call and refuses calls past max_context, as the
+// interface requires.
 class ScriptedBackend : public Backend {
  public:
   struct Call {
@@ -96,20 +99,36 @@ class ScriptedBackend : public Backend {
     max_context_ = o.max_context;
     return absl::OkStatus();
   }
-  absl::Status Forward(absl::Span<const int32_t> tokens, int64_t pos0, LogitsRows rows,
-                       std::vector<float>* logits) override {
+  absl::StatusOr<int32_t> Step(absl::Span<const int32_t> tokens, int64_t pos0,
+                               const StepOptions& options) override {
+    const LogitsRows rows = options.rows;
     if (calls_ != nullptr) calls_->push_back({{tokens.begin(), tokens.end()}, pos0, rows});
     if (tokens.empty() || pos0 < 0 || pos0 + static_cast<int64_t>(tokens.size()) > max_context_) {
       return absl::OutOfRangeError("scripted backend: positions past the context");
     }
+    context_.resize(pos0);
+    context_.insert(context_.end(), tokens.begin(), tokens.end());
     const size_t n_rows = rows == LogitsRows::kAll ? tokens.size() : 1;
-    logits->assign(n_rows * n_vocab_, 0.0f);
+    std::vector<float> logits(n_rows * n_vocab_, 0.0f);
     for (size_t r = 0; r < n_rows; ++r) {
       const size_t t = rows == LogitsRows::kAll ? r : tokens.size() - 1;
       const int32_t want = next_(pos0 + static_cast<int64_t>(t), tokens[t]);
-      (*logits)[r * n_vocab_ + want] = 10.0f;
+      logits[r * n_vocab_ + want] = 10.0f;
     }
-    return absl::OkStatus();
+    int32_t next = -1;
+    if (options.sampling != nullptr) {
+      const auto last = absl::MakeConstSpan(logits).subspan((n_rows - 1) * n_vocab_, n_vocab_);
+      const int64_t n = static_cast<int64_t>(context_.size());
+      const int64_t first = std::max<int64_t>(0, n - std::max(options.sampling->repeat_last_n, 0));
+      next = SampleToken(last, absl::MakeConstSpan(context_).subspan(first), *options.sampling, n);
+    }
+    if (options.logits != nullptr) *options.logits = std::move(logits);
+    return next;
+  }
+  absl::StatusOr<std::vector<std::vector<float>>> Evaluate(int64_t, int64_t,
+                                                           absl::Span<const NamedInput>,
+                                                           absl::Span<const std::string>) override {
+    return absl::UnimplementedError("scripted backend: no graph to evaluate");
   }
 
  private:
@@ -117,6 +136,7 @@ class ScriptedBackend : public Backend {
   Next next_;
   std::vector<Call>* calls_;
   int64_t max_context_ = 0;
+  std::vector<int32_t> context_;
 };
 
 }  // namespace jllm::runtime::testing

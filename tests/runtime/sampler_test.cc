@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <map>
+#include <random>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -47,25 +48,6 @@ TEST(RepetitionPenalty, DividesPositiveAndMultipliesNegativeLogitsOncePerToken) 
   std::vector<float> same = {3.0f, -1.0f};
   ApplyRepetitionPenalty(absl::MakeSpan(same), std::vector<int32_t>{0, 1}, 1.0f);
   EXPECT_THAT(same, ElementsAre(3.0f, -1.0f));
-}
-
-TEST(PresenceFrequencyPenalty, SubtractsOnceAndPerOccurrence) {
-  std::vector<float> l = {2.0f, -2.0f, 1.0f, 0.5f};
-  // Token 1 twice, 3 once; 9 and -1 are out of range. presence 0.5, frequency 0.25.
-  const std::vector<int32_t> recent = {1, 3, 1, 9, -1};
-  ApplyPresenceFrequencyPenalty(absl::MakeSpan(l), recent, 0.5f, 0.25f);
-  EXPECT_THAT(l, ElementsAre(2.0f, -3.0f, 1.0f, -0.25f));  // -2 - 0.5 - 2·0.25; 0.5 - 0.75
-}
-
-TEST(Sampler, PresencePenaltyChangesTheGreedyPick) {
-  SamplerOptions o = AllOff(0.0f);
-  o.presence_penalty = 2.0f;
-  o.repeat_last_n = 4;
-  Sampler s(o);
-  const std::vector<float> l = {5.0f, 4.0f};
-  EXPECT_EQ(s.Sample(l), 0);
-  s.Accept(0);  // 5 - 2 = 3 < 4
-  EXPECT_EQ(s.Sample(l), 1);
 }
 
 TEST(Candidates, SortedByLogitThenId) {
@@ -248,9 +230,6 @@ TEST(SamplerOptions, InvalidValuesAreNamed) {
   o = {};
   o.repeat_last_n = -2;
   EXPECT_THAT(ValidateSamplerOptions(o).message(), ::testing::HasSubstr("repeat-last-n"));
-  o = {};
-  o.frequency_penalty = INFINITY;
-  EXPECT_THAT(ValidateSamplerOptions(o).message(), ::testing::HasSubstr("frequency"));
 }
 
 }  // namespace

@@ -41,10 +41,10 @@ inline std::vector<int32_t> Bytes(std::string_view s) {
   return ids;
 }
 
-// A backend that runs no model. Each generation (it starts with a Forward call that is not a
-// single decode step fed back) favours reply[0], reply[1], ... (logit 10, all others 0), then
-// `end` — or the reply over and over with repeat. It counts the tokens it was given, and can
-// hold a decode step until told to go on.
+// A backend that runs no model. Each generation (it starts with a step that is not a single
+// decode step fed back) samples reply[0], reply[1], ... (as logits it favours them: 10 against
+// 0), then `end` — or the reply over and over with repeat. It counts the tokens it was given,
+// and can hold a decode step until told to go on.
 class ReplyBackend : public Backend {
  public:
   ReplyBackend(int64_t n_vocab, int32_t end) : n_vocab_(n_vocab), end_(end) {}
@@ -86,8 +86,8 @@ class ReplyBackend : public Backend {
     max_context_ = o.max_context;
     return absl::OkStatus();
   }
-  absl::Status Forward(absl::Span<const int32_t> tokens, int64_t pos0, LogitsRows rows,
-                       std::vector<float>* logits) override {
+  absl::StatusOr<int32_t> Step(absl::Span<const int32_t> tokens, int64_t pos0,
+                               const StepOptions& options) override {
     std::unique_lock<std::mutex> lock(mu_);
     if (tokens.empty() || pos0 + static_cast<int64_t>(tokens.size()) > max_context_) {
       return absl::OutOfRangeError("reply backend: positions past the context");
@@ -107,10 +107,18 @@ class ReplyBackend : public Backend {
       want = reply_[step_ % reply_.size()];
     }
     last_favoured_ = want;
-    const size_t n_rows = rows == LogitsRows::kAll ? tokens.size() : 1;
-    logits->assign(n_rows * n_vocab_, 0.0f);
-    for (size_t r = 0; r < n_rows; ++r) (*logits)[r * n_vocab_ + want] = 10.0f;
-    return absl::OkStatus();
+    if (options.logits != nullptr) {
+      const size_t n_rows = options.rows == LogitsRows::kAll ? tokens.size() : 1;
+      options.logits->assign(n_rows * n_vocab_, 0.0f);
+      for (size_t r = 0; r < n_rows; ++r) (*options.logits)[r * n_vocab_ + want] = 10.0f;
+    }
+    // The favoured token wins under any sampling settings the server uses (logit 10 against 0).
+    return options.sampling != nullptr ? want : -1;
+  }
+  absl::StatusOr<std::vector<std::vector<float>>> Evaluate(int64_t, int64_t,
+                                                           absl::Span<const NamedInput>,
+                                                           absl::Span<const std::string>) override {
+    return absl::UnimplementedError("reply backend: no graph to evaluate");
   }
 
  private:

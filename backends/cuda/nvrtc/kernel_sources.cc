@@ -1,4 +1,4 @@
-#include "backends/cuda/kernel_sources.h"
+#include "backends/cuda/nvrtc/kernel_sources.h"
 
 #include <string>
 
@@ -21,7 +21,8 @@ absl::StatusOr<std::string_view> FindKernelSource(std::string_view name) {
 std::vector<KernelSourceFile> KernelHeaders() {
   std::vector<KernelSourceFile> headers;
   for (const KernelSourceFile& file : KernelSourceFiles()) {
-    if (file.name.size() >= 4 && file.name.substr(file.name.size() - 4) == ".cuh") headers.push_back(file);
+    const bool kernel = file.name.size() >= 3 && file.name.substr(file.name.size() - 3) == ".cu";
+    if (!kernel) headers.push_back(file);
   }
   return headers;
 }

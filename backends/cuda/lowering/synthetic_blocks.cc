@@ -1,4 +1,4 @@
-#include "backends/cuda/synthetic_blocks.h"
+#include "backends/cuda/lowering/synthetic_blocks.h"
 
 #include <cstring>
 #include <random>

@@ -1,10 +1,9 @@
-// CUDA runtime and NVRTC error codes as absl::Status, with what was being attempted.
+// CUDA runtime error codes as absl::Status, with what was being attempted.
 #pragma once
 
 #include <string_view>
 
 #include <cuda_runtime_api.h>
-#include <nvrtc.h>
 
 #include "absl/status/status.h"
 #include "ir/status.h"
@@ -13,7 +12,6 @@ namespace jllm::cuda {
 
 // OK for cudaSuccess; otherwise an error naming `what`, the CUDA error name and its text.
 absl::Status CudaStatus(cudaError_t err, std::string_view what);
-absl::Status NvrtcStatus(nvrtcResult res, std::string_view what);
 
 }  // namespace jllm::cuda
 

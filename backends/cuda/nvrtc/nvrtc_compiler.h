@@ -9,7 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "backends/cuda/kernel_sources.h"
+#include "backends/cuda/nvrtc/kernel_sources.h"
 
 namespace jllm::cuda {
 

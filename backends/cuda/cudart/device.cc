@@ -1,10 +1,10 @@
-#include "backends/cuda/device.h"
+#include "backends/cuda/cudart/device.h"
 
 #include <cuda_runtime_api.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "backends/cuda/cuda_status.h"
+#include "backends/cuda/cudart/cuda_status.h"
 
 namespace jllm::cuda {
 

@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
-#include "backends/cuda/nvrtc_compiler.h"
+#include "backends/cuda/nvrtc/nvrtc_compiler.h"
 
 namespace jllm::cuda {
 

@@ -1,10 +1,10 @@
-#include "backends/cuda/cuda_library.h"
+#include "backends/cuda/cudart/cuda_library.h"
 
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "ir/absl_compat.h"
-#include "backends/cuda/cuda_status.h"
+#include "backends/cuda/cudart/cuda_status.h"
 
 namespace jllm::cuda {
 

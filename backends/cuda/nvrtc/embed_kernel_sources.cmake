@@ -1,13 +1,17 @@
-# Build-time script: writes OUTPUT, a C++ file holding every kernel source file (INPUTS, a
-# '|'-separated list) as a byte array, so that the library never looks for .cu files at run time.
-#   cmake -DOUTPUT=file.cc -DINPUTS=a.cu|b.cuh -P embed_kernel_sources.cmake
+# Build-time script: writes OUTPUT, a C++ file holding every kernel source file as a byte array,
+# so that the library never looks for .cu files at run time. INPUTS is a '|'-separated list of
+# NAME=PATH entries; NAME is what kernels #include and what FindKernelSource looks up.
+#   cmake -DOUTPUT=file.cc -DINPUTS=gemv.cu=/src/gemv.cu|quant/block_layout.h=/src/q.h -P ...
 string(REPLACE "|" ";" _inputs "${INPUTS}")
 list(SORT _inputs)
 set(_arrays "")
 set(_table "")
 set(_i 0)
-foreach(_path IN LISTS _inputs)
-  get_filename_component(_name "${_path}" NAME)
+foreach(_entry IN LISTS _inputs)
+  string(FIND "${_entry}" "=" _eq)
+  string(SUBSTRING "${_entry}" 0 ${_eq} _name)
+  math(EXPR _after "${_eq} + 1")
+  string(SUBSTRING "${_entry}" ${_after} -1 _path)
   file(READ "${_path}" _hex HEX)
   string(LENGTH "${_hex}" _hex_len)
   math(EXPR _size "${_hex_len} / 2")
@@ -19,9 +23,8 @@ foreach(_path IN LISTS _inputs)
   math(EXPR _i "${_i} + 1")
 endforeach()
 file(WRITE "${OUTPUT}.tmp"
-"// Generated at build time by backends/cuda/embed_kernel_sources.cmake from backends/cuda/kernels/.\n"
-"// Do not edit.\n"
-"#include \"backends/cuda/kernel_sources.h\"\n\n"
+"// Generated at build time by backends/cuda/nvrtc/embed_kernel_sources.cmake. Do not edit.\n"
+"#include \"backends/cuda/nvrtc/kernel_sources.h\"\n\n"
 "namespace jllm::cuda {\nnamespace {\n\n"
 "${_arrays}\n"
 "const KernelSourceFile kFiles[] = {\n${_table}};\n\n"

@@ -1,4 +1,4 @@
-#include "backends/cuda/cubin_cache.h"
+#include "backends/cuda/nvrtc/cubin_cache.h"
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-#include "backends/cuda/cuda_status.h"
+#include "backends/cuda/cudart/cuda_status.h"
 
 #include "absl/strings/str_cat.h"
 #include "ir/absl_compat.h"
@@ -24,15 +24,6 @@ absl::Status CudaStatus(cudaError_t err, std::string_view what) {
     default:
       return absl::InternalError(message);
   }
-}
-
-absl::Status NvrtcStatus(nvrtcResult res, std::string_view what) {
-  if (res == NVRTC_SUCCESS) return absl::OkStatus();
-  const std::string message = absl::StrCat("NVRTC: ", Sv(what), ": ", nvrtcGetErrorString(res));
-  if (res == NVRTC_ERROR_INVALID_OPTION || res == NVRTC_ERROR_INVALID_INPUT) {
-    return absl::InvalidArgumentError(message);
-  }
-  return absl::InternalError(message);
 }
 
 }  // namespace jllm::cuda

@@ -1,4 +1,4 @@
-#include "backends/cuda/nvrtc_compiler.h"
+#include "backends/cuda/nvrtc/nvrtc_compiler.h"
 
 #include <cctype>
 #include <cstdlib>
@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "ir/absl_compat.h"
-#include "backends/cuda/cuda_status.h"
+#include "backends/cuda/nvrtc/nvrtc_status.h"
 #include "ir/status.h"
 
 namespace jllm::cuda {

@@ -1,0 +1,122 @@
+// The argument struct of every jllm kernel: one struct per kernel, passed by value, filled by the
+// host binder (backends/cuda/exec/kernel_binder.cc) and read by the kernel. Compiled by host C++
+// and by NVRTC, so it holds only pointers and plain numbers and includes no header.
+//
+// Shapes, types and fusion flags are compile-time constants of each kernel (the -D constants
+// of its KernelSpec); only what changes between steps or buffers is here.
+#pragma once
+
+namespace jllm::cuda {
+
+// Per-step values the host sets (prefill) or the sampler advances (decode), in device memory so
+// that a captured decode graph replays unchanged.
+struct StepState {
+  int token;      // decode: the token fed at this step; the sampler writes the next one here
+  int pos;        // decode: its position; the sampler advances it
+  unsigned serial;  // sampling calls so far (the repetition penalty's dedupe stamp)
+  unsigned error;   // bit flags a kernel sets on bad input (kStepError*); the host checks them
+};
+inline constexpr unsigned kStepErrorTokenRange = 1u;  // a token id outside the vocabulary
+
+// y_m = W_m · x for up to three matrices sharing x (one token), with the fusions of ir's
+// MatMulAttrs: RMSNorm of x first (gamma), + residual, or silu(y_0)·y_1 into y[0].
+struct GemvArgs {
+  const void* w[3];
+  const float* x;
+  const float* gamma;      // NORM only
+  const float* residual;   // RESIDUAL only: added to y[0]
+  float* y[3];
+  float* partials;         // KSPLIT > 1: [KSPLIT][rows of all members]
+  unsigned* counters;      // KSPLIT > 1: one per tile, zero between launches
+  float eps;
+};
+
+// y = W · x for T tokens (x [T, K], y [T, N]), + residual [T, N].
+struct GemmArgs {
+  const void* w;
+  const float* x;
+  const float* residual;
+  float* y;
+  int n_tokens;
+};
+
+// y[t] = row tokens[t] of the table, dequantized; also records tokens[t] at ctx_tokens[pos[t]]
+// (the context the sampler's repetition penalty looks back on).
+struct EmbedArgs {
+  const void* table;
+  const int* tokens;
+  const int* pos;
+  float* y;
+  int* ctx_tokens;
+  StepState* state;  // error flags
+  int n_tokens;
+};
+
+// y = x / sqrt(mean(x²) + eps) · gamma over rows of width E, for T rows.
+struct RmsNormArgs {
+  const float* x;
+  const float* gamma;
+  float* y;
+  float eps;
+  int n_tokens;
+};
+
+// Per-head transforms on the heads of one token: q heads (x_q -> y_q) and kv heads (x_k -> K
+// cache, x_v -> V cache), each optionally RMS-normed (own gamma) and rotated (NEOX RoPE).
+struct HeadOpsArgs {
+  const float* xq;
+  const float* q_gamma;
+  float* yq;
+  const float* xk;
+  const float* k_gamma;
+  const float* xv;
+  void* k_cache;        // [Hkv][max_ctx][D] of the cache element type
+  void* v_cache;
+  unsigned short* k_scales;  // int8 caches: [Hkv][max_ctx] fp16
+  unsigned short* v_scales;
+  const int* pos;
+  int max_ctx;       // cache positions per kv head
+  float eps;
+  float rope_step;   // base^(-2/n_rot), computed by the host as cpu_ref does
+  float rope_scale;  // freq_scale
+  int n_tokens;
+};
+
+// Causal GQA attention over a layer's cache, decode (one token, split over the sequence) and
+// prefill (T tokens). out [T, H·D].
+struct AttentionArgs {
+  const float* q;
+  const void* k_cache;
+  const void* v_cache;
+  const unsigned short* k_scales;
+  const unsigned short* v_scales;
+  const int* pos;
+  float* out;
+  float* partials;     // decode: [H][NSPLIT][D + 2] (acc, max, sum)
+  unsigned* counters;  // decode: one per kv head, zero between launches
+  int max_ctx;         // cache positions per kv head
+  float scale;         // applied to q·k before the softmax
+  int n_tokens;
+};
+
+// Elementwise: y = a + b, or y = silu(a)·b, over n elements.
+struct ElementwiseArgs {
+  const float* a;
+  const float* b;
+  float* y;
+  long long n;
+};
+
+// Sampling of the next token from one row of logits (runtime/sampler semantics).
+struct SampleArgs {
+  const float* logits;           // [V]
+  float* work;                   // [V]: the penalized logits
+  double* weights;               // [V]: scratch for the mass-weighted selections
+  unsigned* stamps;              // [V]: penalty dedupe stamps (zero at allocation)
+  const int* ctx_tokens;         // the context, by position
+  const void* params;            // a jllm::SamplingParams (backends/sampling_params.h)
+  StepState* state;              // reads pos (the next position); writes token, advances pos
+  int* token_out;                // also written here (host-visible copy source)
+};
+
+}  // namespace jllm::cuda

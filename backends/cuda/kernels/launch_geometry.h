@@ -1,0 +1,32 @@
+// Launch geometry the host (lowering) and the kernels must agree on: grid sizes and shared
+// memory as functions of a kernel's constants. Compiled by host C++ and by NVRTC.
+#pragma once
+
+namespace jllm::cuda::geometry {
+
+constexpr int CeilDiv(long long a, long long b) { return static_cast<int>((a + b - 1) / b); }
+
+// gemv.cu: a tile is NW warps x R rows; x (or one split of its columns) is staged as f32.
+constexpr int GemvTiles(long long rows, int nw, int r) { return CeilDiv(rows, nw * r); }
+constexpr int GemvSplitGroups(long long k, int ksplit) { return CeilDiv(k / 256, ksplit); }
+constexpr int GemvSmemBytes(long long k, int ksplit) { return GemvSplitGroups(k, ksplit) * 256 * 4; }
+
+// gemm.cu: BM weight rows x BN tokens per CTA, K consumed BK = 32 at a time; both tiles f32 in
+// shared memory, padded by 4 floats a row (keeps 16-byte alignment, spreads banks).
+inline constexpr int kGemmBk = 32;
+constexpr int GemmSmemBytes(int bm, int bn) { return kGemmBk * ((bm + 4) + (bn + 4)) * 4; }
+
+// attention_decode.cu: one CTA per (kv head, split); partials of [D] acc + max + sum per head.
+constexpr int AttentionPartialFloats(int head_dim) { return head_dim + 2; }
+
+// attention_prefill.cu: the CTA's query rows (QT tokens x G heads) plus a K and a V tile of
+// 32 positions, all f32, K/V rows padded by one float (conflict-free column reads).
+inline constexpr int kAttnKeyTile = 32;
+constexpr int AttentionPrefillSmemBytes(int query_rows, int head_dim) {
+  return (query_rows * head_dim + 2 * kAttnKeyTile * (head_dim + 1)) * 4;
+}
+
+// sample.cu: one CTA of this many threads.
+inline constexpr int kSampleThreads = 1024;
+
+}  // namespace jllm::cuda::geometry

@@ -1,0 +1,233 @@
+// Samples the next token from one row of logits on the device, with exactly the semantics of
+// backends/sampling.cc (penalty -> top-k -> top-p -> min-p -> temperature -> counter-based draw),
+// and advances the step state: a decode step copies back nothing but the token id.
+//
+// Every filter keeps a prefix of the candidates sorted by (logit desc, id asc), so no sort is
+// needed: with key(i) = order(logit_i) << 32 | ~i (larger key = earlier), each stage is "the
+// first candidate at which a cumulative weight reaches a target" — weight 1 for top-k, the
+// softmax mass for top-p and for the draw — found by a radix select over the 64-bit keys
+// (8 bits a pass, histograms of count and weight in shared memory, done as soon as the chosen
+// bucket holds one element). One CTA; a few passes over the row, which sits in L2.
+//
+// Constants (-D): JLLM_VOCAB.
+#include "backends/sampling_params.h"
+#include "kernel_args.h"
+#include "launch_geometry.h"
+#include "jllm_common.cuh"
+
+namespace {
+
+constexpr int kV = JLLM_VOCAB;
+constexpr int kThreads = jllm::cuda::geometry::kSampleThreads;
+constexpr int kWarps = kThreads / 32;
+
+// A logit as the sampler sees it: NaN ranks last, as -infinity (cpu: SortedCandidates).
+__device__ __forceinline__ float Logit(const float* lg, int i) {
+  const float l = lg[i];
+  return l != l ? JLLM_NEG_INF : l;
+}
+
+__device__ __forceinline__ jllm_u64 KeyOf(float logit, int id) {
+  return (static_cast<jllm_u64>(jllm_float_order_key(logit)) << 32) | (0xFFFFFFFFu - static_cast<jllm_u32>(id));
+}
+__device__ __forceinline__ int IdOf(jllm_u64 key) { return static_cast<int>(0xFFFFFFFFu - static_cast<jllm_u32>(key)); }
+
+__device__ __forceinline__ jllm_u64 WarpMaxU64(jllm_u64 v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    const jllm_u64 other = __shfl_xor_sync(0xffffffffu, v, o);
+    v = other > v ? other : v;
+  }
+  return v;
+}
+
+struct Shared {
+  double hist_w[256];
+  unsigned hist_c[256];
+  double warp_d[kWarps];
+  jllm_u64 warp_k[kWarps];
+  jllm_u64 chosen;     // the selected key (or its prefix while selecting)
+  double above;        // weight of the members before the current bucket
+  int digit;
+  unsigned count;
+};
+
+// The largest key K among members with key >= floor (and logit >= min_logit) such that the
+// weight of the members with key >= K reaches `target` (> target if strict); if none does, the
+// smallest member key. weights == nullptr: every member weighs 1.
+__device__ jllm_u64 SelectFirstReaching(const float* lg, const double* weights, jllm_u64 floor,
+                                        double min_logit, double target, bool strict, Shared& sh) {
+  const int tid = threadIdx.x, lane = tid & 31;
+  jllm_u64 prefix = 0;
+  double above = 0;
+#pragma unroll 1
+  for (int shift = 56; shift >= 0; shift -= 8) {
+    for (int b = tid; b < 256; b += kThreads) {
+      sh.hist_w[b] = 0;
+      sh.hist_c[b] = 0;
+    }
+    __syncthreads();
+    const jllm_u64 upper_mask = shift == 56 ? 0ull : (~0ull << (shift + 8));
+    for (int i = tid; i < kV; i += kThreads) {
+      const float l = Logit(lg, i);
+      const jllm_u64 key = KeyOf(l, i);
+      if (key < floor || static_cast<double>(l) < min_logit) continue;
+      if ((key & upper_mask) != (prefix & upper_mask)) continue;
+      const int b = static_cast<int>((key >> shift) & 255);
+      atomicAdd(&sh.hist_c[b], 1u);
+      atomicAdd(&sh.hist_w[b], weights ? weights[i] : 1.0);
+    }
+    __syncthreads();
+    if (tid < 32) {
+      // Lane l scans buckets 255-8l down to 248-8l; an exclusive scan gives what lies above.
+      double seg = 0;
+      for (int j = 0; j < 8; ++j) seg += sh.hist_w[255 - 8 * lane - j];
+      double excl = seg;
+#pragma unroll
+      for (int o = 1; o < 32; o <<= 1) {
+        const double v = __shfl_up_sync(0xffffffffu, excl, o);
+        if (lane >= o) excl += v;
+      }
+      excl -= seg;
+      int hit = -1, last_nonempty = -1;
+      double cum = above + excl, cum_at_hit = 0, cum_at_last = 0;
+      for (int j = 0; j < 8; ++j) {
+        const int b = 255 - 8 * lane - j;
+        if (sh.hist_c[b] == 0) continue;
+        const double next = cum + sh.hist_w[b];
+        if (hit < 0 && (strict ? next > target : next >= target)) {
+          hit = b;
+          cum_at_hit = cum;
+        }
+        last_nonempty = b;
+        cum_at_last = cum;
+        cum = next;
+      }
+      const unsigned hits = __ballot_sync(0xffffffffu, hit >= 0);
+      const unsigned nonempty = __ballot_sync(0xffffffffu, last_nonempty >= 0);
+      if (hits != 0) {
+        const int src = __ffs(hits) - 1;  // lowest lane: highest buckets
+        const int b = __shfl_sync(0xffffffffu, hit, src);
+        const double c = __shfl_sync(0xffffffffu, cum_at_hit, src);
+        if (lane == 0) {
+          sh.digit = b;
+          sh.above = c;
+        }
+      } else {
+        const int src = 31 - __clz(nonempty);  // highest lane: lowest buckets
+        const int b = __shfl_sync(0xffffffffu, last_nonempty, src);
+        const double c = __shfl_sync(0xffffffffu, cum_at_last, src);
+        if (lane == 0) {
+          sh.digit = b;
+          sh.above = c;
+        }
+      }
+    }
+    __syncthreads();
+    const int digit = sh.digit;
+    above = sh.above;
+    prefix |= static_cast<jllm_u64>(digit) << shift;
+    const unsigned in_bucket = sh.hist_c[digit];
+    __syncthreads();
+    if (in_bucket == 1 && shift > 0) {
+      // One member left with this prefix: find it.
+      const jllm_u64 mask = ~0ull << shift;
+      for (int i = tid; i < kV; i += kThreads) {
+        const float l = Logit(lg, i);
+        const jllm_u64 key = KeyOf(l, i);
+        if (key < floor || static_cast<double>(l) < min_logit) continue;
+        if ((key & mask) == prefix) sh.chosen = key;
+      }
+      __syncthreads();
+      return sh.chosen;
+    }
+  }
+  return prefix;
+}
+
+}  // namespace
+
+JLLM_KERNEL(sample, jllm::cuda::SampleArgs, kThreads, 1) {
+  __shared__ Shared sh;
+  const jllm::SamplingParams& p = *static_cast<const jllm::SamplingParams*>(args.params);
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int pos = args.state->pos;  // position of the token whose logits these are
+  const unsigned serial = args.state->serial + 1;
+
+  // Repetition penalty over the distinct ids among the last repeat_last_n context tokens.
+  const float* lg = args.logits;
+  if (p.repeat_penalty != 1.0f && p.repeat_last_n > 0) {
+    for (int i = tid; i < kV; i += kThreads) args.work[i] = lg[i];
+    __syncthreads();
+    const int first = max(0, pos + 1 - p.repeat_last_n);
+    for (int q = first + tid; q <= pos; q += kThreads) {
+      const int id = args.ctx_tokens[q];
+      if (id < 0 || id >= kV) continue;
+      if (atomicExch(&args.stamps[id], serial) == serial) continue;  // seen in this window
+      const float l = args.work[id];
+      args.work[id] = l > 0 ? l / p.repeat_penalty : l * p.repeat_penalty;
+    }
+    __threadfence_block();
+    __syncthreads();
+    lg = args.work;
+  }
+
+  // The best key: the greedy choice, and the max logit for the softmax.
+  jllm_u64 best = 0;
+  for (int i = tid; i < kV; i += kThreads) {
+    const jllm_u64 k = KeyOf(Logit(lg, i), i);
+    best = k > best ? k : best;
+  }
+  best = WarpMaxU64(best);
+  if (lane == 0) sh.warp_k[warp] = best;
+  __syncthreads();
+  if (tid == 0) {
+    jllm_u64 b = 0;
+    for (int w = 0; w < kWarps; ++w) b = sh.warp_k[w] > b ? sh.warp_k[w] : b;
+    sh.chosen = b;
+  }
+  __syncthreads();
+  best = sh.chosen;
+  __syncthreads();
+  jllm_u64 chosen = best;
+
+  if (p.temperature > 0.0f) {
+    const double best_logit = Logit(lg, IdOf(best));
+    const bool uniform = best_logit == static_cast<double>(JLLM_NEG_INF);  // every logit masked
+    jllm_u64 floor = 0;
+    if (p.top_k > 0 && p.top_k < kV) {
+      floor = SelectFirstReaching(lg, nullptr, 0, static_cast<double>(JLLM_NEG_INF), p.top_k, false, sh);
+    }
+    // Softmax weights of the members at temperature t (cpu: exp((l - max) / t) in double).
+    auto weigh = [&](double t, double min_logit) {
+      double local = 0;
+      for (int i = tid; i < kV; i += kThreads) {
+        const float l = Logit(lg, i);
+        const bool member = KeyOf(l, i) >= floor && static_cast<double>(l) >= min_logit;
+        const double w = !member ? 0.0 : uniform ? 1.0 : exp((static_cast<double>(l) - best_logit) / t);
+        args.weights[i] = w;
+        local += w;
+      }
+      __threadfence_block();
+      return jllm_block_sum_d(local, sh.warp_d);
+    };
+    if (p.top_p < 1.0f) {
+      const double z = weigh(1.0, static_cast<double>(JLLM_NEG_INF));
+      floor = SelectFirstReaching(lg, args.weights, floor, static_cast<double>(JLLM_NEG_INF),
+                                  static_cast<double>(p.top_p) * z, false, sh);
+    }
+    double min_logit = static_cast<double>(JLLM_NEG_INF);
+    if (p.min_p > 0.0f) min_logit = best_logit + log(static_cast<double>(p.min_p));
+    const double z = weigh(static_cast<double>(p.temperature), min_logit);
+    const double u = jllm::SampleUniform(p.seed, static_cast<jllm_u64>(pos) + 1);
+    chosen = SelectFirstReaching(lg, args.weights, floor, min_logit, u * z, true, sh);
+  }
+
+  if (tid == 0) {
+    const int token = IdOf(chosen);
+    args.state->token = token;
+    args.state->pos = pos + 1;
+    args.state->serial = serial;
+    *args.token_out = token;
+  }
+}

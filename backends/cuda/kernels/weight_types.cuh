@@ -1,0 +1,358 @@
+// Per weight type: how a row in the device layout (backends/cuda/device_layout.h) is read.
+//
+// Two views of the same bytes:
+//  - WType<T>::Dequant8(row, e, out): elements e..e+7 (e a multiple of 8) as f32, with the
+//    arithmetic of quant/dequantize_blocks.cc, so an embedding row or a prefill weight tile equals
+//    cpu_ref's dequantization bit for bit. Used by embed and the prefill GEMM.
+//  - the decode GEMV's units: a row is cut into 16-byte units of quant data (kUnits256 per 256
+//    elements). One lane owns one unit of R rows at a time: Load() fetches it with 16-byte loads
+//    (plus its scales), Dot() multiplies it with the unit's activations, which the GEMV stages in
+//    shared memory as float4 "parts": element e is part PartOf(e) of unit UnitOf(e), so lanes
+//    reading consecutive units read consecutive float4 slots (no bank conflicts).
+#pragma once
+
+#include "jllm_common.cuh"
+#include "backends/cuda/device_layout.h"
+
+namespace jllm_kernels {
+
+namespace lay = jllm::cuda::layout;
+namespace q = jllm::quant;
+
+template <int kType>
+struct WType;
+
+// Sums of (0.5 + q/256)·x over 4 words of bytes q (each < 128) and 4 float4 of x.
+__device__ __forceinline__ float ByteDot16(const jllm_u32 (&w)[4], const float4* xv) {
+  float f = 0.f;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) f = jllm_fma4_bytes(w[i], xv[i], f);
+  return f;
+}
+
+__device__ __forceinline__ float SumParts4(const float4* xv) {
+  return (jllm_sum4(xv[0]) + jllm_sum4(xv[1])) + (jllm_sum4(xv[2]) + jllm_sum4(xv[3]));
+}
+
+// 6-bit scale (sc) and min (m) of sub-blocks 2c and 2c+1 of a Q4_K/Q5_K block from the three
+// scale words of its header (bytes 4..15 of the block as words y, z, w).
+__device__ __forceinline__ void KScalesPair(jllm_u32 s1w, jllm_u32 s2w, jllm_u32 s3w, int c, int& sc_lo,
+                                            int& m_lo, int& sc_hi, int& m_hi) {
+  const int shift = (c & 1) * 16;  // byte (2c & 3) of a word
+  const jllm_u32 s1 = s1w >> shift, s2 = s2w >> shift, s3 = s3w >> shift;
+  if (c < 2) {
+    sc_lo = s1 & 63;
+    sc_hi = (s1 >> 8) & 63;
+    m_lo = s2 & 63;
+    m_hi = (s2 >> 8) & 63;
+  } else {
+    sc_lo = (s3 & 15) | ((s1 >> 2) & 0x30);
+    sc_hi = ((s3 >> 8) & 15) | ((s1 >> 10) & 0x30);
+    m_lo = ((s3 >> 4) & 15) | ((s2 >> 2) & 0x30);
+    m_hi = ((s3 >> 12) & 15) | ((s2 >> 10) & 0x30);
+  }
+}
+
+// ---- q4_K ---------------------------------------------------------------------------------
+// Unit k (0..7) of a block: qs[16k..16k+16): with c = k/2, h = k%2, low nibbles are elements
+// 64c + 16h + [0,16) (sub-block 2c), high nibbles the same + 32 (sub-block 2c+1).
+template <>
+struct WType<lay::kQ4_K> {
+  static constexpr int kUnits256 = 8;
+  static constexpr int kParts = 8;
+  __device__ static int UnitOf(int e) { return 8 * (e >> 8) + 2 * ((e & 255) >> 6) + ((e >> 4) & 1); }
+  __device__ static int PartOf(int e) { return 4 * ((e >> 5) & 1) + ((e >> 2) & 3); }
+
+  struct Frag {
+    uint4 qs, hdr;
+  };
+  __device__ static Frag Load(const jllm_u8* row, int u) {
+    const jllm_u8* blk = row + (u >> 3) * static_cast<int>(sizeof(q::BlockQ4_K));
+    return {jllm_load_stream16(blk + q::kQ4KQsOffset + 16 * (u & 7)), jllm_load_stream16(blk)};
+  }
+  __device__ static float Dot(const Frag& f, const float4* xv, int u, const jllm_u8* /*row*/) {
+    const jllm_u32 w[4] = {f.qs.x, f.qs.y, f.qs.z, f.qs.w};
+    jllm_u32 lo[4], hi[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      lo[i] = w[i] & 0x0F0F0F0Fu;
+      hi[i] = (w[i] >> 4) & 0x0F0F0F0Fu;
+    }
+    const float f_lo = ByteDot16(lo, xv), f_hi = ByteDot16(hi, xv + 4);
+    const float sum_lo = SumParts4(xv), sum_hi = SumParts4(xv + 4);
+    int sc_lo, m_lo, sc_hi, m_hi;
+    KScalesPair(f.hdr.y, f.hdr.z, f.hdr.w, (u & 7) >> 1, sc_lo, m_lo, sc_hi, m_hi);
+    const float d = jllm_half_to_float(static_cast<jllm_u16>(f.hdr.x & 0xFFFFu));
+    const float dmin = jllm_half_to_float(static_cast<jllm_u16>(f.hdr.x >> 16));
+    // sum_t (d·sc·q_t - dmin·m)·x_t with sum_t q_t x_t = 256 f - 128 sum.
+    const float d_lo = d * static_cast<float>(sc_lo), d_hi = d * static_cast<float>(sc_hi);
+    float a = 256.f * d_lo * f_lo;
+    a = fmaf(-fmaf(128.f, d_lo, dmin * static_cast<float>(m_lo)), sum_lo, a);
+    a = fmaf(256.f * d_hi, f_hi, a);
+    return fmaf(-fmaf(128.f, d_hi, dmin * static_cast<float>(m_hi)), sum_hi, a);
+  }
+
+  __device__ static void Dequant8(const jllm_u8* row, int e, float* out) {
+    const q::BlockQ4_K* blk = reinterpret_cast<const q::BlockQ4_K*>(row) + (e >> 8);
+    const int r = e & 255, c = r >> 6, hi = (r >> 5) & 1, l0 = r & 31;
+    jllm_u8 sc, m;
+    q::UnpackScaleMinK4(2 * c + hi, blk->scales, &sc, &m);
+    const float d = jllm_half_to_float(blk->d), dmin = jllm_half_to_float(blk->dmin);
+    const float d1 = d * sc, m1 = dmin * m;
+    const jllm_u8* qs = blk->qs + 32 * c + l0;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) out[i] = d1 * (hi ? (qs[i] >> 4) : (qs[i] & 0xF)) - m1;
+  }
+};
+
+// ---- q5_K ---------------------------------------------------------------------------------
+// Units as q4_K over qs; the high bits of unit k's elements are bits 2c (low nibbles) and 2c+1
+// (high nibbles) of qh[16h..16h+16).
+template <>
+struct WType<lay::kQ5_K> {
+  static constexpr int kUnits256 = 8;
+  static constexpr int kParts = 8;
+  __device__ static int UnitOf(int e) { return WType<lay::kQ4_K>::UnitOf(e); }
+  __device__ static int PartOf(int e) { return WType<lay::kQ4_K>::PartOf(e); }
+
+  struct Frag {
+    uint4 qs, qh, hdr;
+  };
+  __device__ static Frag Load(const jllm_u8* row, int u) {
+    const jllm_u8* blk = row + (u >> 3) * static_cast<int>(sizeof(q::BlockQ5_K));
+    const int k = u & 7;
+    return {jllm_load_stream16(blk + q::kQ5KQsOffset + 16 * k),
+            jllm_load_stream16(blk + q::kQ5KQhOffset + 16 * (k & 1)),
+            jllm_load_stream16(blk)};
+  }
+  __device__ static float Dot(const Frag& f, const float4* xv, int u, const jllm_u8* /*row*/) {
+    const int c = (u & 7) >> 1;
+    const jllm_u32 w[4] = {f.qs.x, f.qs.y, f.qs.z, f.qs.w};
+    const jllm_u32 h[4] = {f.qh.x, f.qh.y, f.qh.z, f.qh.w};
+    jllm_u32 lo[4], hi[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      lo[i] = (w[i] & 0x0F0F0F0Fu) | (((h[i] >> (2 * c)) & 0x01010101u) << 4);
+      hi[i] = ((w[i] >> 4) & 0x0F0F0F0Fu) | (((h[i] >> (2 * c + 1)) & 0x01010101u) << 4);
+    }
+    const float f_lo = ByteDot16(lo, xv), f_hi = ByteDot16(hi, xv + 4);
+    const float sum_lo = SumParts4(xv), sum_hi = SumParts4(xv + 4);
+    int sc_lo, m_lo, sc_hi, m_hi;
+    KScalesPair(f.hdr.y, f.hdr.z, f.hdr.w, c, sc_lo, m_lo, sc_hi, m_hi);
+    const float d = jllm_half_to_float(static_cast<jllm_u16>(f.hdr.x & 0xFFFFu));
+    const float dmin = jllm_half_to_float(static_cast<jllm_u16>(f.hdr.x >> 16));
+    const float d_lo = d * static_cast<float>(sc_lo), d_hi = d * static_cast<float>(sc_hi);
+    float a = 256.f * d_lo * f_lo;
+    a = fmaf(-fmaf(128.f, d_lo, dmin * static_cast<float>(m_lo)), sum_lo, a);
+    a = fmaf(256.f * d_hi, f_hi, a);
+    return fmaf(-fmaf(128.f, d_hi, dmin * static_cast<float>(m_hi)), sum_hi, a);
+  }
+
+  __device__ static void Dequant8(const jllm_u8* row, int e, float* out) {
+    const q::BlockQ5_K* blk = reinterpret_cast<const q::BlockQ5_K*>(row) + (e >> 8);
+    const int r = e & 255, c = r >> 6, hi = (r >> 5) & 1, l0 = r & 31;
+    jllm_u8 sc, m;
+    q::UnpackScaleMinK4(2 * c + hi, blk->scales, &sc, &m);
+    const float d = jllm_half_to_float(blk->d), dmin = jllm_half_to_float(blk->dmin);
+    const float d1 = d * sc, m1 = dmin * m;
+    const jllm_u8 bit = static_cast<jllm_u8>(1u << (2 * c + hi));
+    const jllm_u8* qs = blk->qs + 32 * c + l0;
+    const jllm_u8* qh = blk->qh + l0;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const int nib = hi ? (qs[i] >> 4) : (qs[i] & 0xF);
+      out[i] = d1 * (nib + ((qh[i] & bit) ? 16 : 0)) - m1;
+    }
+  }
+};
+
+// ---- q6_K ---------------------------------------------------------------------------------
+// Device layout: 208-byte bodies (ql, qh, scales), d values at the row tail. Unit k = 4hh + 2up
+// + jj of a block is ql[16k..16k+16): low nibbles are elements A = 128hh + 32up + 16jj + [0,16)
+// (high 2 bits at bit 2up of qh[32hh + 16jj + ·]), high nibbles B = A + 64 (bits 4 + 2up).
+template <>
+struct WType<lay::kQ6_K> {
+  static constexpr int kUnits256 = 8;
+  static constexpr int kParts = 8;
+  __device__ static int UnitOf(int e) {
+    const int r = e & 127, quad = r >> 5;
+    return 8 * (e >> 8) + 4 * ((e >> 7) & 1) + 2 * (quad & 1) + ((r >> 4) & 1);
+  }
+  __device__ static int PartOf(int e) { return 4 * (((e & 127) >> 6) & 1) + ((e >> 2) & 3); }
+
+  struct Frag {
+    uint4 ql, qh, sc;
+  };
+  __device__ static Frag Load(const jllm_u8* row, int u) {
+    const jllm_u8* body = row + (u >> 3) * q::kQ6KBodyBytes;
+    const int k = u & 7;
+    const int hh = k >> 2, jj = k & 1;
+    return {jllm_load_stream16(body + 16 * k),
+            jllm_load_stream16(body + q::kQ6KQhOffset + 32 * hh + 16 * jj),
+            jllm_load_stream16(body + q::kQ6KScalesOffset)};
+  }
+  // `row` is needed for the d value at the row tail (read through L1: 32 lanes share 4 values).
+  template <int kK>
+  __device__ static float DotK(const Frag& f, const float4* xv, int u, const jllm_u8* row) {
+    const int k = u & 7, hh = k >> 2, up = (k >> 1) & 1, jj = k & 1;
+    const jllm_u32 w[4] = {f.ql.x, f.ql.y, f.ql.z, f.ql.w};
+    const jllm_u32 h[4] = {f.qh.x, f.qh.y, f.qh.z, f.qh.w};
+    jllm_u32 a[4], b[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      a[i] = (w[i] & 0x0F0F0F0Fu) | (((h[i] >> (2 * up)) & 0x03030303u) << 4);
+      b[i] = ((w[i] >> 4) & 0x0F0F0F0Fu) | (((h[i] >> (4 + 2 * up)) & 0x03030303u) << 4);
+    }
+    const float f_a = ByteDot16(a, xv), f_b = ByteDot16(b, xv + 4);
+    const float sum_a = SumParts4(xv), sum_b = SumParts4(xv + 4);
+    // Scale groups of 16: A is group 8hh + 2up + jj, B the same + 4.
+    const int ga = 8 * hh + 2 * up + jj;
+    const jllm_u32 sw[4] = {f.sc.x, f.sc.y, f.sc.z, f.sc.w};
+    const float sc_a = static_cast<float>(static_cast<jllm_i8>((sw[ga >> 2] >> (8 * (ga & 3))) & 0xFF));
+    const int gb = ga + 4;
+    const float sc_b = static_cast<float>(static_cast<jllm_i8>((sw[gb >> 2] >> (8 * (gb & 3))) & 0xFF));
+    const float d = jllm_half_to_float(jllm_load_u16(row + lay::TailOffset(lay::kQ6_K, kK) + 2 * (u >> 3)));
+    // sum_t (q_t - 32) x_t = 256 f - 160 sum.
+    const float dot = fmaf(sc_a, fmaf(256.f, f_a, -160.f * sum_a), sc_b * fmaf(256.f, f_b, -160.f * sum_b));
+    return d * dot;
+  }
+
+  template <int kK>
+  __device__ static void Dequant8K(const jllm_u8* row, int e, float* out) {
+    const jllm_u8* body = row + (e >> 8) * q::kQ6KBodyBytes;
+    const int r = e & 255, hh = r >> 7, quad = (r >> 5) & 3, l0 = r & 31;
+    const jllm_u8* ql = body + 64 * hh + 32 * (quad & 1) + l0;
+    const jllm_u8* qh = body + q::kQ6KQhOffset + 32 * hh + l0;
+    const jllm_i8 sc = reinterpret_cast<const jllm_i8*>(body + q::kQ6KScalesOffset)[r >> 4];
+    const float d = jllm_half_to_float(jllm_load_u16(row + lay::TailOffset(lay::kQ6_K, kK) + 2 * (e >> 8)));
+    const int shift = 2 * quad;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const int nib = (quad >> 1) ? (ql[i] >> 4) : (ql[i] & 0xF);
+      const int qv = (nib | (((qh[i] >> shift) & 3) << 4)) - 32;
+      out[i] = d * sc * qv;
+    }
+  }
+};
+
+// ---- q8_0 ---------------------------------------------------------------------------------
+// Device layout: 32-byte bodies (qs), d values at the row tail. Unit u is qs bytes [16u, 16u+16)
+// of the row: elements 16u + [0,16), block u/2.
+template <>
+struct WType<lay::kQ8_0> {
+  static constexpr int kUnits256 = 16;
+  static constexpr int kParts = 4;
+  __device__ static int UnitOf(int e) { return e >> 4; }
+  __device__ static int PartOf(int e) { return (e >> 2) & 3; }
+
+  struct Frag {
+    uint4 qs;
+  };
+  __device__ static Frag Load(const jllm_u8* row, int u) { return {jllm_load_stream16(row + 16 * u)}; }
+  template <int kK>
+  __device__ static float DotK(const Frag& f, const float4* xv, int u, const jllm_u8* row) {
+    const jllm_u32 w[4] = {f.qs.x, f.qs.y, f.qs.z, f.qs.w};
+    float acc = 0.f;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float4 x = xv[i];
+      acc = fmaf(static_cast<float>(static_cast<jllm_i8>(w[i] & 0xFF)), x.x, acc);
+      acc = fmaf(static_cast<float>(static_cast<jllm_i8>((w[i] >> 8) & 0xFF)), x.y, acc);
+      acc = fmaf(static_cast<float>(static_cast<jllm_i8>((w[i] >> 16) & 0xFF)), x.z, acc);
+      acc = fmaf(static_cast<float>(static_cast<jllm_i8>(w[i] >> 24)), x.w, acc);
+    }
+    const float d = jllm_half_to_float(jllm_load_u16(row + lay::TailOffset(lay::kQ8_0, kK) + 2 * (u >> 1)));
+    return d * acc;
+  }
+
+  template <int kK>
+  __device__ static void Dequant8K(const jllm_u8* row, int e, float* out) {
+    const jllm_i8* qs = reinterpret_cast<const jllm_i8*>(row) + e;
+    const float d = jllm_half_to_float(jllm_load_u16(row + lay::TailOffset(lay::kQ8_0, kK) + 2 * (e >> 5)));
+#pragma unroll
+    for (int i = 0; i < 8; ++i) out[i] = qs[i] * d;
+  }
+};
+
+// ---- f16, bf16, f32 ------------------------------------------------------------------------
+template <int kType>
+struct WTypeHalf {
+  static constexpr int kUnits256 = 32;  // 8 elements per unit
+  static constexpr int kParts = 2;
+  __device__ static int UnitOf(int e) { return e >> 3; }
+  __device__ static int PartOf(int e) { return (e >> 2) & 1; }
+  __device__ static float ToFloat(jllm_u16 h) {
+    return kType == lay::kF16 ? jllm_half_to_float(h) : jllm_bf16_to_float(h);
+  }
+  struct Frag {
+    uint4 v;
+  };
+  __device__ static Frag Load(const jllm_u8* row, int u) { return {jllm_load_stream16(row + 16 * u)}; }
+  __device__ static float Dot(const Frag& f, const float4* xv, int /*u*/, const jllm_u8* /*row*/) {
+    const jllm_u32 w[4] = {f.v.x, f.v.y, f.v.z, f.v.w};
+    float acc = 0.f;
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const float4 x = xv[i];
+      acc = fmaf(ToFloat(static_cast<jllm_u16>(w[2 * i] & 0xFFFF)), x.x, acc);
+      acc = fmaf(ToFloat(static_cast<jllm_u16>(w[2 * i] >> 16)), x.y, acc);
+      acc = fmaf(ToFloat(static_cast<jllm_u16>(w[2 * i + 1] & 0xFFFF)), x.z, acc);
+      acc = fmaf(ToFloat(static_cast<jllm_u16>(w[2 * i + 1] >> 16)), x.w, acc);
+    }
+    return acc;
+  }
+  __device__ static void Dequant8(const jllm_u8* row, int e, float* out) {
+    const jllm_u16* p = reinterpret_cast<const jllm_u16*>(row) + e;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) out[i] = ToFloat(p[i]);
+  }
+};
+template <>
+struct WType<lay::kF16> : WTypeHalf<lay::kF16> {};
+template <>
+struct WType<lay::kBF16> : WTypeHalf<lay::kBF16> {};
+
+template <>
+struct WType<lay::kF32> {
+  static constexpr int kUnits256 = 64;  // 4 elements per unit
+  static constexpr int kParts = 1;
+  __device__ static int UnitOf(int e) { return e >> 2; }
+  __device__ static int PartOf(int) { return 0; }
+  struct Frag {
+    uint4 v;
+  };
+  __device__ static Frag Load(const jllm_u8* row, int u) { return {jllm_load_stream16(row + 16 * u)}; }
+  __device__ static float Dot(const Frag& f, const float4* xv, int /*u*/, const jllm_u8* /*row*/) {
+    const float4 x = xv[0];
+    float acc = __uint_as_float(f.v.x) * x.x;
+    acc = fmaf(__uint_as_float(f.v.y), x.y, acc);
+    acc = fmaf(__uint_as_float(f.v.z), x.z, acc);
+    return fmaf(__uint_as_float(f.v.w), x.w, acc);
+  }
+  __device__ static void Dequant8(const jllm_u8* row, int e, float* out) {
+    const float* p = reinterpret_cast<const float*>(row) + e;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) out[i] = p[i];
+  }
+};
+
+// Uniform entry points: the q6_K and q8_0 readers need the row length for the d tail.
+template <int kType, int kK>
+__device__ __forceinline__ float UnitDot(const typename WType<kType>::Frag& f, const float4* xv, int u,
+                                         const jllm_u8* row) {
+  if constexpr (kType == lay::kQ6_K || kType == lay::kQ8_0) {
+    return WType<kType>::template DotK<kK>(f, xv, u, row);
+  } else {
+    return WType<kType>::Dot(f, xv, u, row);
+  }
+}
+template <int kType, int kK>
+__device__ __forceinline__ void Dequant8(const jllm_u8* row, int e, float* out) {
+  if constexpr (kType == lay::kQ6_K || kType == lay::kQ8_0) {
+    WType<kType>::template Dequant8K<kK>(row, e, out);
+  } else {
+    WType<kType>::Dequant8(row, e, out);
+  }
+}
+
+}  // namespace jllm_kernels

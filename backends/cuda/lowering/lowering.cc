@@ -1,0 +1,528 @@
+#include "backends/cuda/lowering/lowering.h"
+
+#include <algorithm>
+#include <map>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "backends/cuda/device_layout.h"
+#include "backends/cuda/kernels/launch_geometry.h"
+#include "ir/absl_compat.h"
+#include "ir/status.h"
+#include "ir/verify.h"
+
+namespace jllm::cuda {
+namespace {
+
+namespace geo = geometry;
+using ir::OpKind;
+
+static_assert(layout::kF32 == static_cast<int>(GgmlType::kF32) &&
+              layout::kF16 == static_cast<int>(GgmlType::kF16) &&
+              layout::kBF16 == static_cast<int>(GgmlType::kBF16) &&
+              layout::kQ8_0 == static_cast<int>(GgmlType::kQ8_0) &&
+              layout::kQ4_K == static_cast<int>(GgmlType::kQ4_K) &&
+              layout::kQ5_K == static_cast<int>(GgmlType::kQ5_K) &&
+              layout::kQ6_K == static_cast<int>(GgmlType::kQ6_K),
+              "device_layout.h's type ids are ggml's");
+static_assert(static_cast<int>(ir::KvDType::kF16) == 0 && static_cast<int>(ir::KvDType::kInt8) == 1 &&
+                  static_cast<int>(ir::KvDType::kF32) == 2,
+              "kv_cache.cuh's element type ids are ir's KvDType");
+
+// Tuning heuristics (per-shape tuning replaces them later; see docs/PERF.md).
+constexpr int kGemvRowsPerWarp = 4;
+constexpr int kGemvWarps = 8;
+constexpr int kGemvTargetCtas = 264;  // ~2 per SM on the largest GPUs we target
+constexpr int kGemvMaxSplit = 8;
+constexpr int kGemmBm = 128, kGemmBn = 64, kGemmTm = 8, kGemmTn = 4;
+constexpr int kAttnSplits = 32;
+constexpr int kAttnDecodeWarps = 4;
+constexpr int kAttnPrefillWarps = 8;
+constexpr int kAttnPrefillRows = 32;  // query rows (tokens x heads of a group) per CTA
+constexpr int kHeadOpsWarps = 4;
+constexpr int kEltThreads = 256;
+
+std::string D(std::string_view name, int64_t v) { return absl::StrCat(Sv(name), "=", v); }
+
+int64_t KvElemBytes(ir::KvDType t) { return t == ir::KvDType::kF32 ? 4 : t == ir::KvDType::kF16 ? 2 : 1; }
+
+class Lowerer {
+ public:
+  explicit Lowerer(const ir::Graph& g) : g_(g) {}
+
+  absl::StatusOr<LoweredGraph> Run() {
+    out_.nodes.resize(g_.nodes.size());
+    for (ir::ValueId v : g_.outputs) {
+      if (g_.name_of(v) == ir::kLogitsOutput) out_.logits = v;
+    }
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      node_ = static_cast<int>(i);
+      absl::Status st = LowerNode(g_.nodes[i], out_.nodes[i]);
+      if (!st.ok()) {
+        return absl::Status(st.code(), absl::StrCat("cuda: ", ir::DescribeNode(g_, node_), ": ",
+                                                    st.message()));
+      }
+    }
+    if (out_.logits >= 0) {
+      const int64_t vocab = Width(out_.logits);
+      KernelSpec s = Base("sample.cu", "sample", absl::StrCat("sample vocab ", vocab),
+                          {D("JLLM_VOCAB", vocab)}, geo::kSampleThreads);
+      s.bytes_per_token = vocab * 4 * 4;  // a few passes over the row (from L2)
+      out_.sample.kind = LaunchKind::kSample;
+      out_.sample.spec = Add(std::move(s));
+      out_.sample.ops = {Operand::Value(out_.logits, /*last=*/true)};
+    }
+    return std::move(out_);
+  }
+
+ private:
+  int64_t Width(ir::ValueId v) const { return g_.type_of(v).shape.dims.back(); }
+  const ir::WeightRef& W(ir::WeightId w) const { return g_.weights[w]; }
+  int64_t DeviceBytes(const ir::WeightRef& w) const {
+    return w.dim(1) * layout::RowStride(static_cast<int>(w.type), w.dim(0));
+  }
+
+  static KernelSpec Base(std::string source, std::string kernel, std::string label,
+                         const std::vector<std::string>& defines, int64_t threads) {
+    KernelSpec s;
+    s.label = std::move(label);
+    s.source = std::move(source);
+    s.kernel = std::move(kernel);
+    s.defines = absl::StrJoin(defines, " ");
+    s.threads = threads;
+    return s;
+  }
+
+  int32_t Add(KernelSpec spec) {
+    for (size_t i = 0; i < out_.specs.size(); ++i) {
+      if (out_.specs[i] == spec) return static_cast<int32_t>(i);
+    }
+    out_.specs.push_back(std::move(spec));
+    return static_cast<int32_t>(out_.specs.size() - 1);
+  }
+
+  absl::Status CheckMatrix(const ir::WeightRef& w) const {
+    const int type = static_cast<int>(w.type);
+    if (!layout::IsSupported(type)) {
+      return absl::UnimplementedError(absl::StrCat("weight '", w.name, "' has type ",
+                                                   Sv(GgmlTypeName(w.type)),
+                                                   ", which the CUDA backend cannot read"));
+    }
+    if (w.dim(0) % 256 != 0 || w.ne.size() != 2) {
+      return absl::UnimplementedError(absl::StrCat(
+          "weight '", w.name, "': the CUDA matmul kernels need 2-D weights whose rows are a "
+          "multiple of 256 elements (this one has ne[0] = ", w.dim(0), ")"));
+    }
+    return absl::OkStatus();
+  }
+
+  // ---- matmuls ----------------------------------------------------------------------------
+
+  Launch Gemv(const std::vector<ir::WeightId>& members, Operand x, Operand gamma, Operand residual,
+              const std::vector<Operand>& ys, float eps, bool swiglu) {
+    const int64_t k = W(members[0]).dim(0);
+    const bool norm = gamma.present();
+    std::vector<std::string> defs = {D("JLLM_K", k), D("JLLM_NM", static_cast<int64_t>(members.size()))};
+    std::vector<std::string> types, rows;
+    int64_t tiles = 0, total_rows = 0, weight_bytes = 0;
+    for (size_t m = 0; m < members.size(); ++m) {
+      const ir::WeightRef& w = W(members[m]);
+      defs.push_back(D(absl::StrCat("JLLM_T", m), static_cast<int>(w.type)));
+      defs.push_back(D(absl::StrCat("JLLM_N", m), w.dim(1)));
+      types.emplace_back(GgmlTypeName(w.type));
+      rows.push_back(absl::StrCat(w.dim(1)));
+      if (!swiglu || m == 0) tiles += geo::GemvTiles(w.dim(1), kGemvWarps, kGemvRowsPerWarp);
+      total_rows += w.dim(1);
+      weight_bytes += DeviceBytes(w);
+    }
+    int ksplit = 1;
+    if (!norm) {
+      ksplit = static_cast<int>(std::clamp<int64_t>((kGemvTargetCtas + tiles - 1) / tiles, 1,
+                                                    std::min<int64_t>(k / 256, kGemvMaxSplit)));
+    }
+    defs.push_back(D("JLLM_R", kGemvRowsPerWarp));
+    defs.push_back(D("JLLM_NW", kGemvWarps));
+    defs.push_back(D("JLLM_KSPLIT", ksplit));
+    defs.push_back(D("JLLM_NORM", norm));
+    defs.push_back(D("JLLM_RESIDUAL", residual.present()));
+    defs.push_back(D("JLLM_SWIGLU", swiglu));
+    KernelSpec s = Base("gemv.cu", "gemv",
+                        absl::StrCat("gemv ", absl::StrJoin(types, "+"), " ", absl::StrJoin(rows, "+"),
+                                     "x", k, norm ? " +norm" : "", residual.present() ? " +residual" : "",
+                                     swiglu ? " +swiglu" : "", ksplit > 1 ? absl::StrCat(" split", ksplit) : ""),
+                        defs, 32 * kGemvWarps);
+    s.grid_x = tiles;
+    s.grid_y = ksplit;
+    s.smem = geo::GemvSmemBytes(k, ksplit);
+    s.weight_bytes = weight_bytes;
+    const int64_t out_rows = swiglu ? W(members[0]).dim(1) : total_rows;
+    s.bytes_per_token = (k + out_rows + (residual.present() ? out_rows : 0)) * 4;
+    s.flops_per_token = 2 * total_rows * k;
+    Launch l;
+    l.kind = LaunchKind::kGemv;
+    l.spec = Add(std::move(s));
+    l.ops.assign(slot::kGemvCount, Operand::None());
+    l.ops[slot::kGemvX] = x;
+    l.ops[slot::kGemvGamma] = gamma;
+    l.ops[slot::kGemvResidual] = residual;
+    for (size_t m = 0; m < members.size(); ++m) l.ops[slot::kGemvW0 + m] = Operand::Weight(members[m]);
+    for (size_t m = 0; m < ys.size(); ++m) l.ops[slot::kGemvY0 + m] = ys[m];
+    l.p0 = eps;
+    if (ksplit > 1) {
+      l.workspace_floats = ksplit * total_rows;
+      l.workspace_counters = tiles;
+    }
+    return l;
+  }
+
+  Launch Gemm(ir::WeightId wid, Operand x, Operand residual, Operand y) {
+    const ir::WeightRef& w = W(wid);
+    const int64_t k = w.dim(0), n = w.dim(1);
+    KernelSpec s = Base("gemm.cu", "gemm",
+                        absl::StrCat("gemm ", Sv(GgmlTypeName(w.type)), " ", n, "x", k,
+                                     residual.present() ? " +residual" : ""),
+                        {D("JLLM_TYPE", static_cast<int>(w.type)), D("JLLM_K", k), D("JLLM_N", n),
+                         D("JLLM_BM", kGemmBm), D("JLLM_BN", kGemmBn), D("JLLM_TM", kGemmTm),
+                         D("JLLM_TN", kGemmTn), D("JLLM_RESIDUAL", residual.present())},
+                        (kGemmBm / kGemmTm) * (kGemmBn / kGemmTn));
+    s.grid_x = geo::CeilDiv(n, kGemmBm);
+    s.token_dim = 2;
+    s.token_tile = kGemmBn;
+    s.smem = geo::GemmSmemBytes(kGemmBm, kGemmBn);
+    s.weight_bytes = DeviceBytes(w);
+    s.bytes_per_token = (k + n + (residual.present() ? n : 0)) * 4;
+    s.flops_per_token = 2 * n * k;
+    Launch l;
+    l.kind = LaunchKind::kGemm;
+    l.spec = Add(std::move(s));
+    l.ops.assign(slot::kGemmCount, Operand::None());
+    l.ops[slot::kGemmX] = x;
+    l.ops[slot::kGemmResidual] = residual;
+    l.ops[slot::kGemmW] = Operand::Weight(wid);
+    l.ops[slot::kGemmY] = y;
+    return l;
+  }
+
+  Launch RmsNorm(Operand x, ir::WeightId gamma, Operand y, int64_t width, float eps) {
+    KernelSpec s = Base("rms_norm.cu", "rms_norm", absl::StrCat("rms_norm ", width),
+                        {D("JLLM_E", width)}, 256);
+    s.token_dim = 1;
+    s.bytes_per_token = 2 * width * 4;
+    Launch l;
+    l.kind = LaunchKind::kRmsNorm;
+    l.spec = Add(std::move(s));
+    l.ops = {x, Operand::Weight(gamma), y};
+    l.p0 = eps;
+    return l;
+  }
+
+  Launch Elementwise(int op, Operand a, Operand b, Operand y, int64_t width) {
+    KernelSpec s = Base("elementwise.cu", "elementwise", op == 0 ? "add" : "swiglu",
+                        {D("JLLM_OP", op)}, kEltThreads);
+    s.grid_x = geo::CeilDiv(width, kEltThreads);
+    s.token_dim = 1;
+    s.bytes_per_token = 3 * width * 4;
+    Launch l;
+    l.kind = LaunchKind::kElementwise;
+    l.spec = Add(std::move(s));
+    l.ops = {a, b, y};
+    l.width = width;
+    return l;
+  }
+
+  absl::Status LowerMatMul(const ir::Node& n, NodeLowering& nl) {
+    const ir::MatMulAttrs a = n.attrs_as<ir::MatMulAttrs>();
+    const auto members_span = ir::MatMulMembers(n);
+    const std::vector<ir::WeightId> members(members_span.begin(), members_span.end());
+    for (ir::WeightId w : members) RETURN_IF_ERROR(CheckMatrix(W(w)));
+    const std::optional<ir::WeightId> gamma_w = ir::MatMulNormWeight(n);
+    const Operand x = Operand::Value(n.inputs[0]);
+    const Operand gamma = gamma_w ? Operand::Weight(*gamma_w) : Operand::None();
+    const Operand residual = a.residual ? Operand::Value(n.inputs[1]) : Operand::None();
+    const float eps = a.norm_eps.value_or(0.0f);
+    const int64_t k = Width(n.inputs[0]);
+    std::vector<Operand> ys;
+    for (ir::ValueId v : n.outputs) ys.push_back(Operand::Value(v));
+
+    // Decode: one fused GEMV, unless SwiGLU's members differ in type (then two and a combine).
+    if (a.swiglu && W(members[0]).type != W(members[1]).type) {
+      const int64_t f = W(members[0]).dim(1);
+      nl.temp_widths = {f, f};
+      nl.decode.push_back(Gemv({members[0]}, x, gamma, Operand::None(), {Operand::Temp(0)}, eps, false));
+      nl.decode.push_back(Gemv({members[1]}, x, gamma, Operand::None(), {Operand::Temp(1)}, eps, false));
+      nl.decode.push_back(Elementwise(1, Operand::Temp(0), Operand::Temp(1), ys[0], f));
+    } else {
+      nl.decode.push_back(Gemv(members, x, gamma, residual, ys, eps, a.swiglu));
+    }
+
+    // Prefill: the norm once into a temp, then one GEMM per member.
+    const int base = static_cast<int>(nl.temp_widths.size());
+    Operand px = x;
+    if (gamma_w) {
+      nl.temp_widths.push_back(k);
+      px = Operand::Temp(base);
+      nl.prefill.push_back(RmsNorm(x, *gamma_w, px, k, eps));
+    }
+    if (a.swiglu) {
+      const int64_t f = W(members[0]).dim(1);
+      const int g = static_cast<int>(nl.temp_widths.size());
+      nl.temp_widths.push_back(f);
+      nl.temp_widths.push_back(f);
+      nl.prefill.push_back(Gemm(members[0], px, Operand::None(), Operand::Temp(g)));
+      nl.prefill.push_back(Gemm(members[1], px, Operand::None(), Operand::Temp(g + 1)));
+      nl.prefill.push_back(Elementwise(1, Operand::Temp(g), Operand::Temp(g + 1), ys[0], f));
+    } else {
+      for (size_t m = 0; m < members.size(); ++m) {
+        nl.prefill.push_back(Gemm(members[m], px, residual, ys[m]));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status LowerLogits(const ir::Node& n, NodeLowering& nl) {
+    const ir::WeightId w = n.weights[0];
+    RETURN_IF_ERROR(CheckMatrix(W(w)));
+    const Operand y = Operand::Value(n.outputs[0]);
+    nl.decode.push_back(Gemv({w}, Operand::Value(n.inputs[0]), Operand::None(), Operand::None(), {y}, 0, false));
+    nl.prefill.push_back(Gemv({w}, Operand::Value(n.inputs[0], /*last=*/true), Operand::None(),
+                              Operand::None(), {y}, 0, false));
+    nl.prefill_all_rows.push_back(Gemm(w, Operand::Value(n.inputs[0]), Operand::None(), y));
+    return absl::OkStatus();
+  }
+
+  // ---- the rest ---------------------------------------------------------------------------
+
+  absl::Status LowerEmbed(const ir::Node& n, NodeLowering& nl) {
+    const ir::WeightRef& table = W(n.weights[0]);
+    if (!layout::IsSupported(static_cast<int>(table.type)) || table.dim(0) % 8 != 0 ||
+        (layout::BlockElems(static_cast<int>(table.type)) > 1 && table.dim(0) % 256 != 0)) {
+      return absl::UnimplementedError(absl::StrCat("embedding table '", table.name, "' (",
+                                                   Sv(GgmlTypeName(table.type)), ", rows of ",
+                                                   table.dim(0), ") is not readable here"));
+    }
+    const std::optional<ir::ValueId> pos = g_.FindValue(ir::kPositionsInput);
+    if (!pos) return absl::InvalidArgumentError("the CUDA backend needs the %pos input");
+    const int64_t e = table.dim(0);
+    KernelSpec s = Base("embed.cu", "embed",
+                        absl::StrCat("embed ", Sv(GgmlTypeName(table.type)), " ", e, "x", table.dim(1)),
+                        {D("JLLM_TYPE", static_cast<int>(table.type)), D("JLLM_E", e),
+                         D("JLLM_V", table.dim(1))},
+                        256);
+    s.token_dim = 1;
+    s.bytes_per_token = layout::RowStride(static_cast<int>(table.type), e) + e * 4;
+    Launch l;
+    l.kind = LaunchKind::kEmbed;
+    l.spec = Add(std::move(s));
+    l.ops = {Operand::Value(n.inputs[0]), Operand::Value(*pos), Operand::Weight(n.weights[0]),
+             Operand::Value(n.outputs[0])};
+    nl.decode.push_back(l);
+    nl.prefill.push_back(l);
+    return absl::OkStatus();
+  }
+
+  struct HeadPart {
+    int64_t heads = 0;
+    bool norm = false, rope = false;
+  };
+  Launch HeadOps(HeadPart q, HeadPart kv, int64_t head_dim, int64_t n_rot, ir::KvDType kv_type,
+                 float eps, float freq_base, float freq_scale, std::vector<Operand> ops) {
+    const std::string what = absl::StrCat(q.heads ? absl::StrCat("q", q.heads, q.norm ? "+norm" : "", q.rope ? "+rope" : "") : "",
+                                          q.heads && kv.heads ? " " : "",
+                                          kv.heads ? absl::StrCat("kv", kv.heads, kv.norm ? "+norm" : "", kv.rope ? "+rope" : "",
+                                                                  " append ", Sv(ir::KvDTypeName(kv_type)))
+                                                   : "");
+    KernelSpec s = Base("head_ops.cu", "head_ops", absl::StrCat("head_ops ", what, " d", head_dim),
+                        {D("JLLM_D", head_dim), D("JLLM_NROT", n_rot), D("JLLM_HQ", q.heads),
+                         D("JLLM_HK", kv.heads), D("JLLM_QNORM", q.norm), D("JLLM_QROPE", q.rope),
+                         D("JLLM_KNORM", kv.norm), D("JLLM_KROPE", kv.rope),
+                         D("JLLM_KV", static_cast<int>(kv_type))},
+                        32 * kHeadOpsWarps);
+    s.grid_y = geo::CeilDiv(q.heads + kv.heads, kHeadOpsWarps);
+    s.token_dim = 1;
+    s.bytes_per_token = (2 * q.heads * head_dim + 2 * kv.heads * head_dim) * 4 +
+                        2 * kv.heads * head_dim * KvElemBytes(kv_type);
+    Launch l;
+    l.kind = LaunchKind::kHeadOps;
+    l.spec = Add(std::move(s));
+    l.ops = std::move(ops);
+    l.p0 = eps;
+    l.p1 = ir::RopeThetaStep(freq_base, n_rot > 0 ? n_rot : 2);
+    l.p2 = freq_scale;
+    return l;
+  }
+
+  absl::Status LowerHeadOp(const ir::Node& n, NodeLowering& nl) {
+    std::vector<Operand> ops(slot::kHeadCount, Operand::None());
+    const std::optional<ir::ValueId> pos = g_.FindValue(ir::kPositionsInput);
+    if (!pos) return absl::InvalidArgumentError("the CUDA backend needs the %pos input");
+    Launch l;
+    switch (n.op) {
+      case OpKind::kHeadRmsNorm: {
+        const auto& a = n.attrs_as<ir::HeadRmsNormAttrs>();
+        ops[slot::kHeadPos] = Operand::Value(*pos);
+        ops[slot::kHeadXq] = Operand::Value(n.inputs[0]);
+        ops[slot::kHeadQGamma] = Operand::Weight(n.weights[0]);
+        ops[slot::kHeadYq] = Operand::Value(n.outputs[0]);
+        l = HeadOps({a.n_head, true, false}, {}, a.head_dim, 0, ir::KvDType::kF16, a.eps, 1, 1, ops);
+        break;
+      }
+      case OpKind::kRope: {
+        const auto& a = n.attrs_as<ir::RopeAttrs>();
+        ops[slot::kHeadPos] = Operand::Value(n.inputs[1]);
+        ops[slot::kHeadXq] = Operand::Value(n.inputs[0]);
+        ops[slot::kHeadYq] = Operand::Value(n.outputs[0]);
+        l = HeadOps({a.n_head, false, true}, {}, a.head_dim, a.n_rot, ir::KvDType::kF16, 0,
+                    a.freq_base, a.freq_scale, ops);
+        break;
+      }
+      case OpKind::kKvAppend: {
+        const auto& a = n.attrs_as<ir::KvAppendAttrs>();
+        ops[slot::kHeadPos] = Operand::Value(n.inputs[2]);
+        ops[slot::kHeadXk] = Operand::Value(n.inputs[0]);
+        ops[slot::kHeadXv] = Operand::Value(n.inputs[1]);
+        ops[slot::kHeadCache] = Operand::Cache(static_cast<int32_t>(a.layer));
+        l = HeadOps({}, {a.n_head_kv, false, false}, a.head_dim, 0, g_.kv_dtypes[a.layer], 0, 1, 1, ops);
+        break;
+      }
+      case OpKind::kQkNormRopeKvAppend: {
+        const auto& a = n.attrs_as<ir::QkNormRopeKvAppendAttrs>();
+        ops[slot::kHeadPos] = Operand::Value(n.inputs[3]);
+        ops[slot::kHeadXq] = Operand::Value(n.inputs[0]);
+        ops[slot::kHeadQGamma] = Operand::Weight(n.weights[0]);
+        ops[slot::kHeadYq] = Operand::Value(n.outputs[0]);
+        ops[slot::kHeadXk] = Operand::Value(n.inputs[1]);
+        ops[slot::kHeadKGamma] = Operand::Weight(n.weights[1]);
+        ops[slot::kHeadXv] = Operand::Value(n.inputs[2]);
+        ops[slot::kHeadCache] = Operand::Cache(static_cast<int32_t>(a.layer));
+        l = HeadOps({a.n_head, true, true}, {a.n_head_kv, true, true}, a.head_dim, a.n_rot,
+                    g_.kv_dtypes[a.layer], a.eps, a.freq_base, a.freq_scale, ops);
+        break;
+      }
+      default:
+        return absl::InternalError("not a head op");
+    }
+    const int64_t head_dim = std::get_if<ir::HeadRmsNormAttrs>(&n.attrs)   ? n.attrs_as<ir::HeadRmsNormAttrs>().head_dim
+                             : std::get_if<ir::RopeAttrs>(&n.attrs)        ? n.attrs_as<ir::RopeAttrs>().head_dim
+                             : std::get_if<ir::KvAppendAttrs>(&n.attrs)    ? n.attrs_as<ir::KvAppendAttrs>().head_dim
+                                                                           : n.attrs_as<ir::QkNormRopeKvAppendAttrs>().head_dim;
+    if (head_dim % 32 != 0 || head_dim > 512) {
+      return absl::UnimplementedError(
+          absl::StrCat("head_dim ", head_dim, ": the CUDA head kernels need a multiple of 32 up to 512"));
+    }
+    nl.decode.push_back(l);
+    nl.prefill.push_back(l);
+    return absl::OkStatus();
+  }
+
+  absl::Status LowerAttention(const ir::Node& n, NodeLowering& nl) {
+    const auto& a = n.attrs_as<ir::AttentionAttrs>();
+    if (a.head_dim % 32 != 0 || a.head_dim > 256) {
+      return absl::UnimplementedError(absl::StrCat(
+          "head_dim ", a.head_dim, ": the CUDA attention kernels need a multiple of 32 up to 256"));
+    }
+    const ir::KvDType kv = g_.kv_dtypes[a.layer];
+    const int64_t g = a.n_head / a.n_head_kv;
+    const std::vector<Operand> ops = {Operand::Value(n.inputs[0]), Operand::Cache(static_cast<int32_t>(a.layer)),
+                                      Operand::Value(n.inputs[2]), Operand::Value(n.outputs[0])};
+    const int64_t kv_row = a.head_dim * KvElemBytes(kv) + (kv == ir::KvDType::kInt8 ? 2 : 0);
+    const std::string shape = absl::StrCat(a.n_head, "/", a.n_head_kv, "x", a.head_dim, " ",
+                                           Sv(ir::KvDTypeName(kv)));
+    {
+      KernelSpec s = Base("attention_decode.cu", "attention_decode",
+                          absl::StrCat("attention_decode ", shape),
+                          {D("JLLM_D", a.head_dim), D("JLLM_H", a.n_head), D("JLLM_HK", a.n_head_kv),
+                           D("JLLM_KV", static_cast<int>(kv)), D("JLLM_NSPLIT", kAttnSplits),
+                           D("JLLM_NW", kAttnDecodeWarps)},
+                          32 * kAttnDecodeWarps);
+      s.grid_x = a.n_head_kv;
+      s.grid_y = kAttnSplits;
+      s.bytes_per_token = 2 * a.n_head * a.head_dim * 4;
+      s.kv_bytes_per_position = 2 * a.n_head_kv * kv_row;
+      s.flops_per_token = 0;
+      Launch l;
+      l.kind = LaunchKind::kAttentionDecode;
+      l.spec = Add(std::move(s));
+      l.ops = ops;
+      l.p0 = a.scale;
+      l.workspace_floats = a.n_head * kAttnSplits * geo::AttentionPartialFloats(static_cast<int>(a.head_dim));
+      l.workspace_counters = a.n_head_kv;
+      nl.decode.push_back(l);
+    }
+    {
+      const int64_t qt = std::max<int64_t>(1, kAttnPrefillRows / g);
+      KernelSpec s = Base("attention_prefill.cu", "attention_prefill",
+                          absl::StrCat("attention_prefill ", shape),
+                          {D("JLLM_D", a.head_dim), D("JLLM_H", a.n_head), D("JLLM_HK", a.n_head_kv),
+                           D("JLLM_KV", static_cast<int>(kv)), D("JLLM_QT", qt),
+                           D("JLLM_NW", kAttnPrefillWarps)},
+                          32 * kAttnPrefillWarps);
+      s.grid_x = a.n_head_kv;
+      s.token_dim = 2;
+      s.token_tile = qt;
+      s.smem = geo::AttentionPrefillSmemBytes(static_cast<int>(qt * g), static_cast<int>(a.head_dim));
+      s.bytes_per_token = 2 * a.n_head * a.head_dim * 4;
+      s.kv_bytes_per_position = 2 * a.n_head_kv * kv_row;
+      Launch l;
+      l.kind = LaunchKind::kAttentionPrefill;
+      l.spec = Add(std::move(s));
+      l.ops = ops;
+      l.p0 = a.scale;
+      nl.prefill.push_back(l);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status LowerNode(const ir::Node& n, NodeLowering& nl) {
+    switch (n.op) {
+      case OpKind::kEmbed:
+        return LowerEmbed(n, nl);
+      case OpKind::kRmsNorm: {
+        const Launch l = RmsNorm(Operand::Value(n.inputs[0]), n.weights[0], Operand::Value(n.outputs[0]),
+                                 Width(n.inputs[0]), n.attrs_as<ir::RmsNormAttrs>().eps);
+        nl.decode.push_back(l);
+        nl.prefill.push_back(l);
+        return absl::OkStatus();
+      }
+      case OpKind::kMatMul:
+      case OpKind::kMatMulGroup:
+        return LowerMatMul(n, nl);
+      case OpKind::kLogits:
+        return LowerLogits(n, nl);
+      case OpKind::kHeadRmsNorm:
+      case OpKind::kRope:
+      case OpKind::kKvAppend:
+      case OpKind::kQkNormRopeKvAppend:
+        return LowerHeadOp(n, nl);
+      case OpKind::kAttention:
+        return LowerAttention(n, nl);
+      case OpKind::kSwiGlu:
+      case OpKind::kAdd: {
+        const Launch l = Elementwise(n.op == OpKind::kAdd ? 0 : 1, Operand::Value(n.inputs[0]),
+                                     Operand::Value(n.inputs[1]), Operand::Value(n.outputs[0]),
+                                     Width(n.outputs[0]));
+        nl.decode.push_back(l);
+        nl.prefill.push_back(l);
+        return absl::OkStatus();
+      }
+      case OpKind::kSample:
+        return absl::OkStatus();  // the backend samples after the logits
+    }
+    return absl::UnimplementedError("the CUDA backend has no kernel for this op");
+  }
+
+  const ir::Graph& g_;
+  LoweredGraph out_;
+  int node_ = 0;
+};
+
+}  // namespace
+
+absl::StatusOr<LoweredGraph> LowerGraph(const ir::Graph& graph) {
+  if (absl::Status st = ir::Verify(graph); !st.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("cuda: the graph fails verification: ", st.message()));
+  }
+  return Lowerer(graph).Run();
+}
+
+}  // namespace jllm::cuda

@@ -1,0 +1,94 @@
+// Lowering: every node of a lowered ir::Graph becomes the kernel launches that compute it, for
+// a decode step (T = 1) and for a prefill chunk (T > 1), each launch a KernelSpec with the node's
+// exact shapes, member types and fusion flags, plus how its arguments bind to graph values.
+// Plain data and deterministic: jllm-compile lowers ahead of time (to compile the specs for
+// --arch), the backend lowers again at load and finds the plan's CUBINs by spec.
+//
+//   ASSIGN_OR_RETURN(LoweredGraph lg, LowerGraph(graph));
+//   for (const KernelSpec& s : lg.specs) ... compile ...
+//
+// Which kernel an op gets (the registry, as passes/registry.cc is for passes):
+//   op                      decode (T = 1)                 prefill (T > 1)
+//   embed                   embed                          embed
+//   rms_norm                rms_norm                       rms_norm
+//   matmul, matmul_group    gemv (group, norm, residual,   [rms_norm] + gemm per member
+//                           swiglu fused)                  [+ elementwise swiglu]
+//   logits                  gemv                           gemv on the last row; gemm for all
+//   head_rms_norm, rope,    head_ops                       head_ops
+//   kv_append, qk_norm_rope_kv_append
+//   attention               attention_decode               attention_prefill
+//   swiglu, add             elementwise                    elementwise
+//   sample                  — (the backend runs the sampler after the logits)
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "backends/cuda/lowering/kernel_spec.h"
+#include "ir/graph.h"
+
+namespace jllm::cuda {
+
+// Where a kernel argument comes from.
+struct Operand {
+  enum class Kind : uint8_t { kNone, kValue, kTemp, kWeight, kKvCache };
+  Kind kind = Kind::kNone;
+  int32_t id = -1;        // value id, temp index (of the node), weight id or layer
+  bool last_row = false;  // the last token's row of a [T, width] value
+  static Operand None() { return {}; }
+  static Operand Value(int32_t v, bool last = false) { return {Kind::kValue, v, last}; }
+  static Operand Temp(int32_t t) { return {Kind::kTemp, t, false}; }
+  static Operand Weight(int32_t w) { return {Kind::kWeight, w, false}; }
+  static Operand Cache(int32_t layer) { return {Kind::kKvCache, layer, false}; }
+  bool present() const { return kind != Kind::kNone; }
+};
+
+enum class LaunchKind : uint8_t {
+  kGemv, kGemm, kEmbed, kRmsNorm, kHeadOps, kAttentionDecode, kAttentionPrefill, kElementwise, kSample,
+};
+
+// Operand slots of each kind, in Launch::ops.
+namespace slot {
+enum Gemv { kGemvX, kGemvGamma, kGemvResidual, kGemvW0, kGemvW1, kGemvW2, kGemvY0, kGemvY1, kGemvY2, kGemvCount };
+enum Gemm { kGemmX, kGemmResidual, kGemmW, kGemmY, kGemmCount };
+enum Embed { kEmbedTokens, kEmbedPos, kEmbedTable, kEmbedY, kEmbedCount };
+enum RmsNorm { kNormX, kNormGamma, kNormY, kNormCount };
+enum HeadOps { kHeadPos, kHeadXq, kHeadQGamma, kHeadYq, kHeadXk, kHeadKGamma, kHeadXv, kHeadCache, kHeadCount };
+enum Attention { kAttnQ, kAttnCache, kAttnPos, kAttnOut, kAttnCount };
+enum Elementwise { kEltA, kEltB, kEltY, kEltCount };
+enum Sample { kSampleLogits, kSampleCount };
+}  // namespace slot
+
+struct Launch {
+  LaunchKind kind = LaunchKind::kElementwise;
+  int32_t spec = -1;             // index into LoweredGraph::specs
+  std::vector<Operand> ops;      // by the slot enum of `kind`
+  float p0 = 0, p1 = 0, p2 = 0;  // gemv/rms_norm/head_ops: eps; head_ops: rope step, scale;
+                                 // attention: scale
+  int64_t width = 0;             // elementwise: elements per token
+  // Scratch this launch needs in the shared workspace (reset by the kernel itself).
+  int64_t workspace_floats = 0;
+  int64_t workspace_counters = 0;
+};
+
+struct NodeLowering {
+  std::vector<Launch> decode;
+  std::vector<Launch> prefill;
+  std::vector<Launch> prefill_all_rows;  // logits: every row (empty for other nodes)
+  std::vector<int64_t> temp_widths;      // f32 [T, width] scratch the launches use
+};
+
+struct LoweredGraph {
+  std::vector<KernelSpec> specs;      // unique; what jllm-compile --arch compiles
+  std::vector<NodeLowering> nodes;    // by node index
+  Launch sample;                      // the sampler, reading the logits' last row
+  ir::ValueId logits = -1;            // the %logits output, or -1
+};
+
+// Errors name the node and what is unsupported (a weight type, a shape); every op of ir/ops.h
+// with Qwen3's shapes lowers.
+absl::StatusOr<LoweredGraph> LowerGraph(const ir::Graph& graph);
+
+}  // namespace jllm::cuda
