@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <optional>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -101,8 +102,10 @@ absl::Status HttpServer::Bind() {
 }
 
 absl::Status HttpServer::Serve() {
-  if (shutting_down_.load()) return absl::OkStatus();
-  if (!http_->listen_after_bind() && !shutting_down_.load()) {
+  serving_.store(true);
+  const bool listened = !shutting_down_.load() && http_->listen_after_bind();
+  serving_.store(false);
+  if (!listened && !shutting_down_.load()) {
     return absl::InternalError(absl::StrCat("serving on ", options_.host, ":", port_, " failed"));
   }
   return absl::OkStatus();
@@ -117,6 +120,8 @@ void HttpServer::SetService(std::unique_ptr<ChatService> service) {
 void HttpServer::Shutdown() {
   if (shutting_down_.exchange(true)) return;
   queue_.Close();
+  // Serve may be on its way into httplib's loop, where stop() does nothing until it runs.
+  while (serving_.load() && !http_->is_running()) std::this_thread::yield();
   http_->stop();
 }
 

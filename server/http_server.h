@@ -84,6 +84,7 @@ class HttpServer {
   int port_ = 0;
   int64_t started_ = 0;  // Unix seconds, for /v1/models
   std::atomic<bool> shutting_down_{false};
+  std::atomic<bool> serving_{false};  // Serve is running (or about to)
   std::shared_ptr<ChatService> service_;  // null while loading
   mutable std::mutex service_mu_;
   GenerationQueue queue_;
