@@ -1,5 +1,7 @@
 #include "backends/backend.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 
 namespace jllm {
@@ -11,6 +13,10 @@ absl::StatusOr<absl::Span<const uint8_t>> BlobWeightSource::Bytes(const ir::Weig
                                               blob_.size(), "-byte weight data"));
   }
   return blob_.subspan(w.offset, w.nbytes);
+}
+
+absl::StatusOr<int64_t> Backend::DefaultContext(const ir::Graph& graph, const BackendOptions&) {
+  return std::min(graph.config.context_length, kDefaultBackendContext);
 }
 
 absl::Status Backend::Forward(absl::Span<const int32_t> tokens, int64_t pos0, LogitsRows rows,

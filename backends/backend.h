@@ -31,9 +31,9 @@ class WeightSource {
   virtual ~WeightSource() = default;
   // The bytes of `w` (exactly w.nbytes); an error if they are not available.
   virtual absl::StatusOr<absl::Span<const uint8_t>> Bytes(const ir::WeightRef& w) const = 0;
-  // The backend is done with `w`'s bytes (it copied them to its own memory): the source may
-  // drop them from memory (a Jetson's one memory pool holds CPU and GPU data alike).
-  virtual void Release(const ir::WeightRef& /*w*/) const {}
+  // The backend is done with bytes [begin, end) of `w` (it copied them to its own memory): the
+  // source may drop them from memory (a Jetson's one memory pool holds CPU and GPU data alike).
+  virtual void Release(const ir::WeightRef& /*w*/, uint64_t /*begin*/, uint64_t /*end*/) const {}
 };
 
 // A WeightSource over one contiguous blob in memory (weights addressed by WeightRef::offset).
@@ -45,6 +45,8 @@ class BlobWeightSource : public WeightSource {
  private:
   absl::Span<const uint8_t> blob_;
 };
+
+inline constexpr int64_t kDefaultBackendContext = 4096;
 
 struct BackendOptions {
   int64_t max_context = 4096;     // KV cache positions to allocate
@@ -92,6 +94,11 @@ class Backend {
   // One line on what Load set up (device, memory), for a tool's stderr; may be empty.
   virtual std::string Describe() const { return ""; }
 
+  // The context (KV cache positions) to allocate when the user names none: what this backend
+  // can hold for `graph` with the rest of `options`, at most the model's context. The default is
+  // min(model, kDefaultBackendContext); a GPU backend answers from the memory actually free.
+  virtual absl::StatusOr<int64_t> DefaultContext(const ir::Graph& graph, const BackendOptions& options);
+
   // Runs `tokens` at positions pos0, pos0+1, …; the cache must hold positions [0, pos0) from
   // earlier steps (later positions are overwritten). pos0 + tokens.size() <= max_context and
   // tokens.size() <= max_step_tokens. Returns the sampled token, or -1 without sampling.
@@ -109,6 +116,12 @@ class Backend {
   virtual absl::StatusOr<std::vector<std::vector<float>>> Evaluate(
       int64_t n_tokens, int64_t pos0, absl::Span<const NamedInput> inputs,
       absl::Span<const std::string> outputs) = 0;
+
+  // The memory read bandwidth this backend's device sustains with streaming loads (GB/s), the
+  // denominator of the decode ceiling (jllm-bench).
+  virtual absl::StatusOr<double> ReadBandwidthGBs() {
+    return absl::UnimplementedError(std::string(name()) + " cannot measure its read bandwidth");
+  }
 
   // Runs a step like Step (without sampling) and returns where its time went, by kernel.
   virtual absl::StatusOr<std::vector<KernelTiming>> Profile(absl::Span<const int32_t> tokens,

@@ -1,19 +1,34 @@
-// Creates a backend by the name users give on the command line (--backend): "cpu" (the
-// reference backend), "cuda", or "auto" (the best one this build and machine can run).
-// A stand-in until the CUDA backend lands with its own factory: "cuda" is refused with a
-// message, and "auto" means cpu.
+// Backends by name: "cpu" (cpu_ref), "cuda" (the GPU), "auto" (the GPU when one is usable, else
+// the CPU with a notice saying why). The one place that knows the concrete backends.
 #pragma once
 
 #include <memory>
-#include <string_view>
+#include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "backends/backend.h"
+#include "runtime/plan_file.h"
 
 namespace jllm::runtime {
 
-inline constexpr std::string_view kBackendNames[] = {"auto", "cpu", "cuda"};
+struct BackendRequest {
+  std::string name = "auto";
+  const Plan* plan = nullptr;  // for its ahead-of-time CUBINs, if any
+  int device = 0;              // GPU ordinal
+  bool debug_sync = false;     // cuda: synchronize after every kernel (finds faults)
+};
 
-absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(std::string_view name);
+struct BackendChoice {
+  std::unique_ptr<Backend> backend;
+  std::vector<std::string> notices;  // one line each, for stderr
+};
+
+// Errors: an unknown name (listing cpu, cuda, auto); cuda without a usable GPU (the reason) or
+// in a build without the CUDA backend.
+absl::StatusOr<BackendChoice> CreateBackend(const BackendRequest& request);
+
+// The names CreateBackend takes.
+const std::vector<std::string>& BackendNames();
 
 }  // namespace jllm::runtime

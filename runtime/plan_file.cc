@@ -177,6 +177,7 @@ std::string SerializePlan(const Plan& plan) {
     WriteSection(kTokenizerTag, t.data(), payload);
   }
   WriteSection(kWeightsTag, WeightsSection(plan.weights), payload);
+  for (const auto& [tag, body] : plan.sections) WriteSection(tag, body, payload);
 
   w.U64(payload.data().size());
   w.Bytes(payload.data());
@@ -245,9 +246,15 @@ absl::StatusOr<Plan> DeserializePlan(std::string_view bytes, const std::string& 
                                               " unread bytes. ", Recompile(source)));
     }
   }
-  if (!r.at_end()) {
-    return absl::DataLossError(absl::StrCat(source, ": ", r.remaining(),
-                                            " bytes after the last section. ", Recompile(source)));
+  while (!r.at_end()) {
+    ASSIGN_OR_RETURN(auto tag_bytes, r.Bytes(4, "optional section tag"));
+    const std::string tag(reinterpret_cast<const char*>(tag_bytes.data()), 4);
+    ASSIGN_OR_RETURN(uint64_t size, r.U64("optional section size"));
+    ASSIGN_OR_RETURN(auto body, r.Bytes(size, absl::StrCat("section ", absl::CHexEscape(tag))));
+    if (!plan.sections.emplace(tag, std::string(reinterpret_cast<const char*>(body.data()), body.size())).second) {
+      return absl::DataLossError(absl::StrCat(source, ": section '", absl::CHexEscape(tag),
+                                              "' appears twice. ", Recompile(source)));
+    }
   }
   const uint64_t n_tokens = plan.tokenizer.tokens.size();
   if (plan.graph.config.n_vocab != static_cast<int64_t>(n_tokens)) {

@@ -12,6 +12,10 @@
 //     GRPH  the lowered graph (ir/serialize.h)
 //     TOKN  the tokenizer and chat template (runtime/plan_tokenizer_io.h)
 //     WSRC  the weight source: GGUF absolute path + fingerprint (runtime/gguf_fingerprint.h)
+//   optional sections     after those, any number of (4-byte tag, u64 size, body), each tag at
+//                         most once; a reader keeps them all and uses the ones it knows:
+//     KSPC  the CUDA backend's kernel specs (backends/cuda/lowering/kernel_plan_io.h)
+//     CUBN  CUBINs compiled ahead of time, per GPU architecture (jllm-compile --arch)
 //   u64 checksum          StableHash64 of every byte before it
 // Checks on reading, in order: magic, format version, length (truncation), checksum
 // (corruption), then each section, bounds-checked. Each failure has its own message saying
@@ -19,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,7 +37,7 @@
 namespace jllm::runtime {
 
 inline constexpr std::string_view kPlanMagic = "JLLMPLAN";
-inline constexpr uint32_t kPlanFormatVersion = 1;
+inline constexpr uint32_t kPlanFormatVersion = 2;
 
 // What one pass of the pipeline did, as jllm-compile printed it.
 struct PassRecord {
@@ -50,7 +55,12 @@ struct Plan {
   ir::Graph graph;
   gguf::TokenizerData tokenizer;
   WeightSourceInfo weights;
+  // The optional sections by tag (backend data the runtime carries but does not interpret).
+  std::map<std::string, std::string> sections;
 };
+
+inline constexpr std::string_view kKernelSpecsSection = "KSPC";
+inline constexpr std::string_view kCubinsSection = "CUBN";
 
 // The plan file image; writes this build's JllmVersion() as the writer.
 std::string SerializePlan(const Plan& plan);

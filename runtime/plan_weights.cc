@@ -46,9 +46,10 @@ absl::StatusOr<absl::Span<const uint8_t>> PlanWeights::Bytes(const ir::WeightRef
   return bytes;
 }
 
-void PlanWeights::ReleasePages(const ir::WeightRef& w) const {
+void PlanWeights::Release(const ir::WeightRef& w, uint64_t begin, uint64_t end) const {
+  if (begin >= end || end > w.nbytes) return;
   const uint64_t blob_start = file_->bytes().size() - blob_.size();
-  file_->DropPages(blob_start + w.offset, w.nbytes);
+  file_->DropPages(blob_start + w.offset + begin, end - begin);
 }
 
 void PlanWeights::ReleasePages() const { file_->DropPages(0, file_->bytes().size()); }

@@ -4,7 +4,7 @@
 //
 // cpu_ref reads straight from the mapping. A device backend copies what it needs once (on a
 // Jetson, streaming through a small staging buffer so the page cache does not hold a second
-// copy); ReleasePages() then tells the kernel the mapped pages are not needed any more.
+// copy); Release() then tells the kernel the mapped pages are not needed any more.
 #pragma once
 
 #include <cstdint>
@@ -40,9 +40,10 @@ class PlanWeights : public WeightSource {
 
   const std::string& path() const { return file_->path(); }
   absl::Span<const uint8_t> blob() const { return blob_; }
-  // Advises the kernel that the pages of `w` / of the whole file may be dropped, mapping and
-  // page cache alike (after a device backend copied them).
-  void ReleasePages(const ir::WeightRef& w) const;
+  // Advises the kernel that bytes [begin, end) of `w` may be dropped, mapping and page cache
+  // alike (a device backend copied them).
+  void Release(const ir::WeightRef& w, uint64_t begin, uint64_t end) const override;
+  // The same for the whole file.
   void ReleasePages() const;
 
  private:

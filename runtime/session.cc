@@ -55,7 +55,15 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(const ir::Graph& graph,
     return absl::InvalidArgumentError(
         absl::StrCat("context size must be positive, not ", options.context));
   }
-  s->context_ = options.context > 0 ? options.context : std::min(model_ctx, kDefaultContext);
+  s->prefill_chunk_ = std::max<int64_t>(1, options.prefill_chunk);
+  BackendOptions bo;
+  bo.n_threads = options.n_threads;
+  bo.max_step_tokens = s->prefill_chunk_;
+  if (options.context > 0) {
+    s->context_ = options.context;
+  } else {
+    ASSIGN_OR_RETURN(s->context_, backend->DefaultContext(graph, bo));
+  }
   if (s->context_ <= 0) {
     return absl::InvalidArgumentError("the model does not say its context length; pass one");
   }
@@ -64,7 +72,6 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(const ir::Graph& graph,
                                                    " exceeds the model's maximum context ",
                                                    model_ctx, "; pass a smaller one"));
   }
-  s->prefill_chunk_ = std::max<int64_t>(1, options.prefill_chunk);
   ASSIGN_OR_RETURN(s->tokenizer_, Tokenizer::Create(tokenizer));
   if (s->tokenizer_->n_vocab() != graph.config.n_vocab) {
     return absl::InvalidArgumentError(absl::StrCat("the tokenizer has ", s->tokenizer_->n_vocab(),
@@ -73,10 +80,7 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(const ir::Graph& graph,
   }
   s->weights_ = std::move(weights);
   s->backend_ = std::move(backend);
-  BackendOptions bo;
   bo.max_context = s->context_;
-  bo.n_threads = options.n_threads;
-  bo.max_step_tokens = s->prefill_chunk_;
   RETURN_IF_ERROR(s->backend_->Load(graph, *s->weights_, bo));
   return s;
 }
@@ -231,6 +235,29 @@ absl::StatusOr<GenerateResult> Session::Generate(absl::Span<const int32_t> promp
     if (!stops.stopped()) emit(stops.Flush());
   }
   return result;
+}
+
+absl::StatusOr<std::vector<Session::StepProfile>> Session::Profile(absl::Span<const int32_t> prompt) {
+  if (prompt.empty()) return absl::InvalidArgumentError("the prompt is empty");
+  cached_.clear();
+  std::vector<StepProfile> out;
+  const auto chunk = prompt.subspan(0, std::min<size_t>(prompt.size(), prefill_chunk_));
+  auto run = [&](absl::Span<const int32_t> tokens, int64_t pos) -> absl::Status {
+    StepProfile p;
+    p.tokens = static_cast<int64_t>(tokens.size());
+    p.position = pos;
+    const auto start = Clock::now();
+    ASSIGN_OR_RETURN(p.kernels, backend_->Profile(tokens, pos));
+    p.wall_seconds = Seconds(start, Clock::now());
+    cached_.insert(cached_.end(), tokens.begin(), tokens.end());
+    out.push_back(std::move(p));
+    return absl::OkStatus();
+  };
+  if (chunk.size() > 1) RETURN_IF_ERROR(run(chunk, 0));
+  if (static_cast<int64_t>(cached_.size()) >= context_) return out;
+  const int32_t next[1] = {chunk.back()};
+  RETURN_IF_ERROR(run(next, static_cast<int64_t>(cached_.size())));
+  return out;
 }
 
 }  // namespace jllm::runtime

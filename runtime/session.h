@@ -28,10 +28,9 @@
 
 namespace jllm::runtime {
 
-inline constexpr int64_t kDefaultContext = 4096;
 
 struct SessionOptions {
-  int64_t context = 0;          // KV cache positions; 0: min(model's context, kDefaultContext)
+  int64_t context = 0;          // KV cache positions; 0: the backend's DefaultContext
   int n_threads = 0;            // backend CPU threads (0: all cores)
   int64_t prefill_chunk = 512;  // prompt tokens per backend step (bounds prefill memory)
 };
@@ -111,6 +110,16 @@ class Session {
 
   // Forgets the cached context (the next Generate prefills from position 0).
   void ClearCache() { cached_.clear(); }
+
+  // --profile: where the time of a prefill of `prompt` (its first chunk) and of the decode step
+  // after it goes, by kernel. Leaves the cache holding the profiled positions.
+  struct StepProfile {
+    int64_t tokens = 0;    // in the step
+    int64_t position = 0;  // of its first token
+    double wall_seconds = 0;
+    std::vector<KernelTiming> kernels;
+  };
+  absl::StatusOr<std::vector<StepProfile>> Profile(absl::Span<const int32_t> prompt);
 
  private:
   Session() = default;

@@ -1,125 +1,164 @@
 #!/usr/bin/env bash
-# The one command for the lent GPU machine. Runs in the repository root there, with a Release
-# build folder carried over from the build machine (binaries link Abseil, yaml-cpp and cudart
-# statically; NVRTC comes from the machine's CUDA toolkit):
+# The one command for the lent GPU machine (after scripts/pack-device.sh here; carry .deps/device):
 #
-#   scripts/gpu-check.sh [BUILD_DIR]        (default: $JLLM_BUILD_DIR, else build/, else build-cuda/)
+#   scripts/gpu-check.sh [quick|full] [STEP...]
 #
-# Steps: GPU facts (nvidia-smi), build check, `ctest -L gpu`, `ctest -L nvrtc`, the kernel
-# micro-benchmark (with a config sweep), and the SASS of the benchmarked kernels when cuobjdump is
-# there (counts of 16-byte loads and local-memory spills; gzipped SASS next to the CUBINs).
-# Each step's output goes to the terminal and to $OUT/gpu-check/<step>.log (or out/gpu-check/
-# when OUT is unset). A failing step does not stop the others; the exit status is non-zero if any
-# step failed. The summary table comes last.
+# Unpacks the carried binaries, then runs the steps (default: all of the mode's): GPU facts, the
+# gpu tests (op table on the GPU, sampler, faults, tiny-coder against cpu_ref with each pass off),
+# the tiny model end to end (run, --validate, --profile) and under compute-sanitizer (memcheck,
+# racecheck), then the synthesized presets (quick: 0.6b and 4b; full: also 14b): --validate,
+# jllm-bench (pp512, tg128, tg128 @ d8192 for 4b), --profile, and the host memory of loading.
+# Each step's output goes to the terminal and to a log; the logs come back as
+# $OUT/gpu-check-logs.tar.gz, the benchmark JSON as $OUT/bench.json. A failing step does not
+# stop the others; the exit status says whether any failed. The summary table comes last.
 set -uo pipefail
-export PATH=$PATH:/usr/local/cuda/bin  # nvidia-smi, cuobjdump
-
+export PATH=$PATH:/usr/local/cuda/bin
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
-build=${1:-${JLLM_BUILD_DIR:-}}
-if [ -z "$build" ]; then
-  for candidate in build build-cuda; do
-    if [ -f "$candidate/CMakeCache.txt" ]; then build=$candidate; break; fi
-  done
-fi
-build=${build:-build}
-case "$build" in /*) ;; *) build=$root/$build ;; esac
-out=${OUT:-$root/out}/gpu-check
-mkdir -p "$out"
-
+mode=${1:-quick}
+shift || true
+only=("$@")
+work=/tmp/jllm-gpu-check
+out=$work/logs
+mkdir -p "$out" "$work/models"
 source "$root/scripts/lib/steps.sh"
+export JLLM_SOURCE_DIR=$root JLLM_CUBIN_CACHE=$work/cubin-cache
 
-# ctest and the tests find executables and sources by the absolute paths of the machine that
-# configured the build. Where this checkout lives elsewhere, link those paths to here.
-link_configured_paths() {
-  local cache=$build/CMakeCache.txt
-  local old_build old_source
-  old_build=$(sed -n 's/^# For build in directory: //p' "$cache" | head -n1)
-  old_source=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$cache" | head -n1)
-  for pair in "$old_source|$root" "$old_build|$build"; do
-    local from=${pair%%|*} to=${pair#*|}
-    if [ -n "$from" ] && [ "$from" != "$to" ] && [ ! -e "$from" ]; then
-      mkdir -p "$(dirname "$from")" && ln -s "$to" "$from" && echo "linked $from -> $to"
-    fi
-  done
+wanted() {  # wanted STEP: run it unless a step list was given without it
+  [ ${#only[@]} -eq 0 ] && return 0
+  local s
+  for s in "${only[@]}"; do [ "$s" = "$1" ] && return 0; done
+  return 1
+}
+step() {  # step NAME TIMEOUT_S COMMAND... (a shell function runs in a subshell with a deadline)
+  local name=$1 limit=$2
+  shift 2
+  wanted "$name" || return 0
+  if declare -F "$1" > /dev/null; then
+    run_step "$name" timeout --kill-after=10 "$limit" bash -c "$(declare -f); $(declare -p bin work out root presets mode 2>/dev/null); $*"
+  else
+    run_step "$name" timeout --kill-after=10 "$limit" "$@"
+  fi
 }
 
-build_check() {
-  if [ ! -f "$build/CMakeCache.txt" ]; then
-    echo "no build folder at $build (configure with -DCMAKE_BUILD_TYPE=Release and carry it)"
-    return 1
-  fi
-  local type
-  type=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$build/CMakeCache.txt")
-  echo "build folder: $build (CMAKE_BUILD_TYPE=$type)"
-  link_configured_paths
-  local rc=0
-  if [ "$type" != "Release" ]; then echo "WARNING: not a Release build; timings are meaningless"; rc=1; fi
-  for exe in tools/jllm-kernel-bench tests/cuda/cuda_gpu_test tests/cuda/cuda_nvrtc_test; do
-    if [ -x "$build/$exe" ]; then
-      echo "found $exe"
-    else
-      echo "MISSING $build/$exe"
-      rc=1
-    fi
+unpack() {
+  local d=$root/.deps/device
+  tar -C "$work" -xJf "$d/jllm-bin.tar.xz" || return 1
+  [ -f "$d/qwen3-tokenizer.tar.xz" ] && tar -C "$work" -xJf "$d/qwen3-tokenizer.tar.xz"
+  [ -f "$d/tiny-coder-q8_0.gguf.xz" ] && xz -dc "$d/tiny-coder-q8_0.gguf.xz" > "$work/models/tiny-coder-q8_0.gguf"
+  ls -la "$work/bin" "$work/models"
+}
+run_step unpack unpack
+bin=$work/bin
+export JLLM_TINY_CODER=$work/models/tiny-coder-q8_0.gguf
+
+step nvidia-smi 30 nvidia-smi
+op_table() {  # 8 shards at once: each case compiles its own kernels
+  local i rc=0 pids=()
+  for i in 0 1 2 3 4 5 6 7; do
+    GTEST_TOTAL_SHARDS=8 GTEST_SHARD_INDEX=$i "$bin/cuda_gpu_test" --gtest_filter='AllOps/*:GpuSampleKernel.*' \
+      --gtest_brief=1 > "$work/op-table-$i.txt" 2>&1 &
+    pids+=($!)
   done
-  if [ -x "$build/tools/jllm-kernel-bench" ]; then
-    echo "--- shared libraries of jllm-kernel-bench:"
-    ldd "$build/tools/jllm-kernel-bench" || rc=1
-    if ldd "$build/tools/jllm-kernel-bench" | grep -q "not found"; then rc=1; fi
-  fi
+  for i in "${!pids[@]}"; do wait "${pids[$i]}" || rc=1; done
+  cat "$work"/op-table-*.txt
+  grep -h "PASSED\|FAILED\|SKIPPED" "$work"/op-table-*.txt | sort | uniq -c
   return $rc
 }
-
-sass_check() {
-  local cubins=$out/cubins
-  if ! command -v cuobjdump > /dev/null; then
-    echo "cuobjdump not found; skipping the SASS check"
-    return 0
-  fi
-  if ! ls "$cubins"/*.cubin > /dev/null 2>&1; then
-    echo "no CUBINs in $cubins (did the benchmark run?)"
-    return 1
-  fi
-  printf '%-72s %8s %8s %8s %8s\n' cubin LDG.128 LDGSTS LDS.128 "LDL/STL"
-  local tmp
-  tmp=$(mktemp -d)
-  for f in "$cubins"/*.cubin; do
-    local sass=$tmp/$(basename "$f" .cubin).sass
-    cuobjdump -sass "$f" > "$sass" || return 1
-    gzip -c "$sass" > "$out/cubins/$(basename "$f" .cubin).sass.gz"
-    printf '%-72s %8s %8s %8s %8s\n' "$(basename "$f")" \
-      "$(grep -cE 'LDG\.E[.A-Z0-9_]*\.128' "$sass")" "$(grep -c 'LDGSTS' "$sass")" \
-      "$(grep -cE 'LDS(\.[A-Z0-9_]+)*\.128' "$sass")" "$(grep -cE '\b(LDL|STL)\b' "$sass")"
+step gpu-op-table 600 op_table
+gpu_faults() {  # each in its own process: a faulted context stays broken
+  local rc=0 t
+  for t in GpuFault.IllegalAddressIsAnErrorNamingTheStep GpuFault.NvrtcFailureNamesTheSpec \
+           GpuFault.CubinsForAnotherArchitectureFallBackToNvrtc GpuFault.CubinForThisArchitectureIsUsed; do
+    "$bin/cuda_gpu_test" --gtest_filter="$t" --gtest_brief=1 || rc=1
   done
-  rm -rf "$tmp"
+  return $rc
 }
+step gpu-faults 300 gpu_faults
+step gpu-tiny-coder 900 "$bin/cuda_gpu_test" --gtest_filter='*TinyCoder*' --gtest_brief=1
 
-run_step nvidia-smi nvidia-smi
-run_step build-check build_check
-gpu_tests() {  # on the GPU machine a skipped GPU test is a failure (no device, driver mismatch)
-  ctest --test-dir "$build" -L gpu --output-on-failure | tee "$out/gpu-tests.raw"
-  local rc=${PIPESTATUS[0]}
-  if grep -q "(Skipped)" "$out/gpu-tests.raw"; then
-    echo "ERROR: GPU tests were skipped on the GPU machine (see the skip reasons above)"
-    rc=1
-  fi
-  return "$rc"
+tiny() {
+  local m=$work/models
+  "$bin/jllm-synth" --preset tiny -o "$m/tiny.gguf" > /dev/null &&
+  "$bin/jllm-compile" "$m/tiny.gguf" -o "$m/tiny.plan" > /dev/null &&
+  "$bin/jllm-run" "$m/tiny.plan" -p "Hello, world" -n 32 --temp 0 --backend cuda &&
+  "$bin/jllm-run" "$m/tiny.plan" -p "Hello, world" -n 32 --temp 0.8 --seed 7 --backend cuda &&
+  "$bin/jllm-run" "$m/tiny.plan" -p "Hello, world" -n 32 --validate &&
+  "$bin/jllm-run" "$m/tiny.plan" -p "Hello, world" --profile --backend cuda &&
+  "$bin/jllm-compile" "$JLLM_TINY_CODER" -o "$m/coder.plan" > /dev/null &&
+  "$bin/jllm-run" "$m/coder.plan" -p "def fibonacci(n):" -n 48 --temp 0 --backend cuda &&
+  "$bin/jllm-run" "$m/coder.plan" -p "def fibonacci(n):" -n 48 --validate
 }
+step tiny 300 tiny
+sanitize() {
+  local m=$work/models rc=0 tool
+  for tool in memcheck racecheck; do
+    compute-sanitizer --tool "$tool" --error-exitcode 9 \
+      "$bin/jllm-run" "$m/tiny.plan" -p "Hello, world" -n 4 --temp 0 --backend cuda || rc=1
+  done
+  return $rc
+}
+step sanitizer 600 sanitize
 
-run_step gpu-tests gpu_tests
-run_step nvrtc-tests ctest --test-dir "$build" -L nvrtc --output-on-failure
-mkdir -p "$out/cubins"
-run_step kernel-bench "$build/tools/jllm-kernel-bench" --sweep --json "$out/kernel-bench.json" \
-  --dump-cubin "$out/cubins"
-run_step sass sass_check
+presets=(0.6b 4b)
+[ "$mode" = full ] && presets+=(14b)
+models() {
+  local p
+  for p in "${presets[@]}"; do
+    [ -f "$work/models/$p.gguf" ] || "$bin/jllm-synth" --preset "$p" --tokenizer "$work/qwen3-tokenizer" \
+      -o "$work/models/$p.gguf" | tail -3 || return 1
+    # Ahead-of-time CUBINs for this GPU: loading takes them from the plan, no NVRTC.
+    "$bin/jllm-compile" "$work/models/$p.gguf" -o "$work/models/$p.plan" --arch sm_90 2>&1 | tail -2 || return 1
+  done
+  df -h /tmp | tail -1
+}
+step models 900 models
+load_memory() {  # peak host memory of loading each preset on the GPU (streamed upload)
+  local p
+  for p in "${presets[@]}"; do
+    echo "--- $p"
+    "$bin/jllm-run" "$work/models/$p.plan" -p "Hi" -n 1 --temp 0 --backend cuda 2>&1 | grep -E "loaded in|backend,|weights"
+  done
+}
+step load-memory 300 load_memory
+validate() {
+  local p rc=0
+  for p in 0.6b 4b; do
+    "$bin/jllm-run" "$work/models/$p.plan" -p "The quick brown fox jumps over the lazy dog." -n 16 --validate || rc=1
+  done
+  return $rc
+}
+step validate 600 validate
+bench() {
+  local plans=() p
+  for p in "${presets[@]}"; do plans+=("$work/models/$p.plan"); done
+  "$bin/jllm-bench" "${plans[@]}" -p 512 -n 128 -r 3 --json-out "${OUT:-$root/out}/bench.json" &&
+  "$bin/jllm-bench" "$work/models/4b.plan" -p 0 -n 128 -d 8192 -r 3
+}
+step bench 900 bench
+profile() {
+  local p
+  for p in "${presets[@]}"; do
+    echo "--- $p"
+    "$bin/jllm-run" "$work/models/$p.plan" -p "$(printf 'word %.0s' $(seq 1 200))" --profile --backend cuda
+  done
+}
+step profile 300 profile
+ncu_kernels() {  # hardware counters of the decode kernels that matter (4b): throughput, occupancy, stalls
+  ncu --clock-control none --graph-profiling node -k 'regex:gemv|attention_decode|head_ops' \
+    --launch-skip 60 --launch-count 12 --section SpeedOfLight --section Occupancy --section LaunchStats \
+    --section WarpStateStats "$bin/jllm-run" "$work/models/4b.plan" -p "$(printf 'word %.0s' $(seq 1 200))" \
+    -n 4 --temp 0 --backend cuda > "$work/ncu.txt" 2>&1
+  local rc=$?
+  grep -E "^  [a-z_]+.*\(|Duration|Memory Throughput|DRAM Throughput|Achieved Occupancy|Registers Per|Grid Size|Block Size|Theoretical Occupancy|Stall|One or More|No Eligible|Issued Warp" "$work/ncu.txt" | head -250
+  cp "$work/ncu.txt" "$out/ncu-full.txt"
+  return $rc
+}
+step ncu 300 ncu_kernels
 
 echo
-echo "=================== summary (logs in $out)"
+echo "=================== summary (logs in \$OUT/gpu-check-logs.tar.gz)"
 print_step_summary
-echo
-grep -E "tests passed|tests failed" "$out/gpu-tests.log" 2>/dev/null | sed 's/^/  gpu tests: /'
-sed -n '/^kernel /,/^%ceil/p' "$out/kernel-bench.log" 2>/dev/null
-grep -E "^read ceiling" "$out/kernel-bench.log" 2>/dev/null
-sed -n '/^cubin /,$p' "$out/sass.log" 2>/dev/null | grep -v "^===" | sed 's/^/  /'
+tar -C "$work" -czf "${OUT:-$root/out}/gpu-check-logs.tar.gz" logs 2>/dev/null
+grep -hE "tests? (passed|failed)|PASSED|FAILED|validate:|t/s|ceiling|peak host" "$out"/*.log 2>/dev/null | tail -60
 exit $failed

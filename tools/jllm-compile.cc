@@ -2,11 +2,23 @@
 // pipeline (printing what each pass did), fingerprints the GGUF and writes the plan file.
 //
 //   jllm-compile model.gguf -o plan.bin [--passes passes.yaml] [--dump-ir] [--dump-ir-after NAME]
+//   jllm-compile model.gguf -o plan.bin --arch sm_87,sm_90    with ahead-of-time CUBINs
+//
+// The plan always records the CUDA backend's kernel specs; with --arch it also carries CUBINs
+// for those GPUs, compiled here with NVRTC (no GPU needed).
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <string>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/str_split.h"
+#include "backends/cuda/lowering/kernel_plan_io.h"
+#include "backends/cuda/lowering/lowering.h"
+#if JLLM_HAVE_NVRTC
+#include "backends/cuda/nvrtc/aot_compile.h"
+#endif
 #include "frontends/gguf/gguf_file.h"
 #include "frontends/gguf/qwen3_graph.h"
 #include "frontends/gguf/tokenizer_data.h"
@@ -33,7 +45,7 @@ double Since(Clock::time_point t) {
 
 int main(int argc, char** argv) {
   CLI::App app{"Compiles a Qwen3 GGUF model into a jllm plan file."};
-  std::string model, out, passes_file, dump_after;
+  std::string model, out, passes_file, dump_after, arch_list;
   bool dump_ir = false;
   app.add_option("model", model, "the GGUF model file")->required();
   app.add_option("-o,--output", out, "the plan file to write")->required();
@@ -42,6 +54,9 @@ int main(int argc, char** argv) {
                      jllm::passes::ValidPassNames());
   app.add_flag("--dump-ir", dump_ir, "print the final (lowered) IR to stdout");
   app.add_option("--dump-ir-after", dump_after, "print the IR after the pass NAME to stdout");
+  app.add_option("--arch", arch_list,
+                 "GPU architectures to compile the CUDA kernels for ahead of time, comma-separated "
+                 "(e.g. sm_87,sm_90); at run time other GPUs compile with NVRTC");
   CLI11_PARSE(app, argc, argv);
 
   const auto start = Clock::now();
@@ -92,6 +107,36 @@ int main(int argc, char** argv) {
   plan.weights = *std::move(weights);
   plan.graph = *std::move(graph);
   plan.tokenizer = *std::move(tokenizer);
+
+  // The CUDA backend's kernels for this graph (plain data: no GPU needed).
+  auto lowered = jllm::cuda::LowerGraph(plan.graph);
+  if (lowered.ok()) {
+    plan.sections[std::string(jllm::runtime::kKernelSpecsSection)] = jllm::cuda::SerializeKernelSpecs(lowered->specs);
+    std::fprintf(stderr, "jllm-compile: %zu CUDA kernel specs\n", lowered->specs.size());
+  } else {
+    std::fprintf(stderr, "jllm-compile: note: the CUDA backend cannot run this graph (%s); cpu only\n",
+                 std::string(lowered.status().message()).c_str());
+    if (!arch_list.empty()) return Fail(lowered.status());
+  }
+  if (!arch_list.empty()) {
+    std::vector<std::string> archs;
+    for (absl::string_view a : absl::StrSplit(arch_list, ',', absl::SkipEmpty())) archs.emplace_back(a);
+#if JLLM_HAVE_NVRTC
+    const auto aot_start = Clock::now();
+    const bool tty = isatty(STDERR_FILENO);
+    auto cubins = jllm::cuda::CompileAheadOfTime(lowered->specs, archs, [tty](size_t done, size_t total) {
+      if (!tty) return;  // progress only on a terminal
+      std::fprintf(stderr, "\rjllm-compile: compiling kernels %zu/%zu", done, total);
+      if (done == total) std::fprintf(stderr, "\n");
+    });
+    if (!cubins.ok()) return Fail(cubins.status());
+    plan.sections[std::string(jllm::runtime::kCubinsSection)] = jllm::cuda::SerializeCubins(*cubins);
+    std::fprintf(stderr, "jllm-compile: CUBINs for %s (%.1f s)\n", arch_list.c_str(), Since(aot_start));
+#else
+    return Fail(absl::FailedPreconditionError(
+        "--arch: this jllm was built without NVRTC (no CUDA toolkit); compile the plan without --arch"));
+#endif
+  }
   if (auto st = jllm::runtime::WritePlanFile(plan, out); !st.ok()) return Fail(st);
   int n_int8 = 0, n_f32 = 0;
   for (auto t : plan.graph.kv_dtypes) {

@@ -42,10 +42,14 @@ absl::StatusOr<std::unique_ptr<jllm::server::ChatService>> Load(const LoadArgs& 
   if (!plan.ok()) return plan.status();
   auto tmpl = jllm::runtime::ChatTemplate::FromGgufTemplate(plan->tokenizer.chat_template);
   if (!tmpl.ok()) return tmpl.status();
-  auto backend = jllm::runtime::CreateBackend(a.backend);
+  jllm::runtime::BackendRequest request;
+  request.name = a.backend;
+  request.plan = &*plan;  // its ahead-of-time CUBINs, if any
+  auto backend = jllm::runtime::CreateBackend(request);
   if (!backend.ok()) return backend.status();
-  auto session = jllm::runtime::Session::FromPlan(*plan, a.plan_path, *std::move(backend), a.session,
-                                                  a.model_override);
+  for (const std::string& notice : backend->notices) Log(notice);
+  auto session = jllm::runtime::Session::FromPlan(*plan, a.plan_path, std::move(backend->backend),
+                                                  a.session, a.model_override);
   if (!session.ok()) return session.status();
   Log(absl::StrCat("model loaded: ", jllm::Sv((*session)->backend().name()), " backend, context ",
                    (*session)->context_size()));
@@ -73,7 +77,7 @@ int main(int argc, char** argv) {
   app.add_option("-c,--ctx-size", ctx, "context size in tokens (0: min(model's, 4096))")
       ->capture_default_str();
   app.add_option("--backend", backend, "auto, cpu or cuda")
-      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+      ->check(CLI::IsMember(jllm::runtime::BackendNames()))
       ->capture_default_str();
   app.add_option("--api-key", http.api_key, "require 'Authorization: Bearer KEY' (all but /health)");
   auto* alias_opt = app.add_option("--alias", http.model_alias, "the model's name in responses and /v1/models (default: the plan's file name)");

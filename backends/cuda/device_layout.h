@@ -11,7 +11,7 @@
 //   q4_K, q5_K      the 144- / 176-byte blocks unchanged
 //   q6_K            nb bodies of 208 bytes (ql, qh, scales), then nb fp16 d values, padding
 //   q8_0            nb bodies of 32 int8 (qs), then nb fp16 d values, padding
-// (nb = blocks per row). Vectors (norm gammas) are f32 and copied unchanged.
+// (nb = blocks per row). Vectors (1-D weights: norm gammas) are widened to f32.
 #pragma once
 
 #include "quant/block_layout.h"

@@ -8,7 +8,8 @@ run_step() {  # run_step NAME COMMAND...: tee output into $out/NAME.log, record 
   local name=$1
   shift
   echo
-  echo "=================== $name: $*"
+  local cmd="$*"
+  echo "=================== $name: ${cmd:0:160}"
   "$@" 2>&1 | tee "$out/$name.log"
   local rc=${PIPESTATUS[0]}
   echo "=================== $name: exit $rc"

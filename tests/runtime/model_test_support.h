@@ -3,6 +3,7 @@
 // after a given pass configuration. Tests skip when the file is absent.
 #pragma once
 
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -19,7 +20,11 @@
 
 namespace jllm::runtime::testing {
 
-inline std::string TinyCoderPath() { return JLLM_TINY_CODER_PATH; }
+// $JLLM_TINY_CODER overrides the path (the GPU machine gets the model carried elsewhere).
+inline std::string TinyCoderPath() {
+  const char* env = std::getenv("JLLM_TINY_CODER");
+  return env != nullptr && *env != '\0' ? env : JLLM_TINY_CODER_PATH;
+}
 
 struct TinyCoder {
   std::unique_ptr<gguf::GgufFile> file;

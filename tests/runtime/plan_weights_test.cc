@@ -102,7 +102,7 @@ TEST_F(PlanWeightsTest, UnchangedFileGivesTheTensorBytes) {
 
   // Dropping the pages (as a device backend does after copying) loses nothing: reads go back
   // to the file.
-  (*w)->ReleasePages(weight_);
+  (*w)->Release(weight_, 0, weight_.nbytes);
   (*w)->ReleasePages();
   bytes = (*w)->Bytes(weight_);
   ASSERT_TRUE(bytes.ok());

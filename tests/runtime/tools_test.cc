@@ -148,9 +148,18 @@ TEST_F(ToolsTest, ContextFullIsReportedClearly) {
 }
 
 TEST_F(ToolsTest, BadInputGetsAClearMessage) {
-  ToolRun r = Tool(JLLM_RUN_PATH, "'" + plan_ + "' -p hi --backend cuda");
-  EXPECT_NE(r.exit_code, 0);
-  EXPECT_THAT(r.err, HasSubstr("CUDA backend is not built yet"));
+  ToolRun r = Tool(JLLM_RUN_PATH, "'" + plan_ + "' -p hi -n 2 --backend cuda");
+  if (r.exit_code == 0) {
+    EXPECT_THAT(r.err, HasSubstr("cuda backend"));  // this machine has a GPU
+  } else {
+    // No GPU: a clear error that says so and what to use instead, while auto falls back.
+    EXPECT_THAT(r.err, HasSubstr("--backend cuda: "));
+    EXPECT_THAT(r.err, HasSubstr("--backend cpu"));
+    r = Tool(JLLM_RUN_PATH, "'" + plan_ + "' -p hi -n 2");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_THAT(r.err, HasSubstr("running on the CPU"));
+    EXPECT_THAT(r.err, HasSubstr("cpu_ref backend"));
+  }
 
   r = Tool(JLLM_RUN_PATH, "'" + gguf_ + "' -p hi");
   EXPECT_NE(r.exit_code, 0);

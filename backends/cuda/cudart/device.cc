@@ -2,6 +2,9 @@
 
 #include <cuda_runtime_api.h>
 
+#include <filesystem>
+#include <system_error>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "backends/cuda/cudart/cuda_status.h"
@@ -13,8 +16,13 @@ DeviceAvailability ProbeDevices() {
   int count = 0;
   const cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess) {
-    out.reason = absl::StrCat("no usable CUDA device: cudaGetDeviceCount failed with ",
-                              cudaGetErrorName(err), " (", cudaGetErrorString(err), ")");
+    std::error_code ec;
+    const bool driver_present = std::filesystem::exists("/dev/nvidiactl", ec) ||
+                                std::filesystem::exists("/dev/nvhost-ctrl-gpu", ec);  // Jetson
+    out.reason = !driver_present && (err == cudaErrorInsufficientDriver || err == cudaErrorNoDevice)
+                     ? "no NVIDIA GPU or driver on this machine"
+                     : absl::StrCat("no usable CUDA device: cudaGetDeviceCount failed with ",
+                                    cudaGetErrorName(err), " (", cudaGetErrorString(err), ")");
     cudaGetLastError();  // clear the sticky-free error so later calls start clean
     return out;
   }

@@ -16,6 +16,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "backends/cuda/lowering/kernel_spec.h"
 
 namespace jllm::cuda {
@@ -56,6 +57,10 @@ class DeviceApi {
   virtual absl::Status CopyToDevice(void* dst, const void* src, size_t bytes) = 0;
   virtual absl::Status CopyToHost(void* dst, const void* src, size_t bytes) = 0;
   virtual absl::Status Fill(void* dst, uint8_t value, size_t bytes) = 0;
+
+  // Makes the coming LoadKernel calls for `specs` fast: compiles them ahead, several at a time,
+  // into the device's cache. Optional; errors surface again at LoadKernel.
+  virtual absl::Status Prepare(absl::Span<const KernelSpec> /*specs*/) { return absl::OkStatus(); }
 
   // Compiles (or takes from a cache, or from `cubin` when it is for this device) and loads a
   // kernel; sets its dynamic shared memory limit to what the spec asks.

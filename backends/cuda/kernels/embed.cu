@@ -28,7 +28,7 @@ JLLM_KERNEL(embed, jllm::cuda::EmbedArgs, 256, 1) {
     for (int e = threadIdx.x; e < kE; e += blockDim.x) y[e] = 0.f;
     return;
   }
-  if (threadIdx.x == 0 && args.ctx_tokens != nullptr) args.ctx_tokens[args.pos[t]] = token;
+  if (threadIdx.x == 0 && args.pos != nullptr) args.ctx_tokens[args.pos[t]] = token;
   const jllm_u8* row = static_cast<const jllm_u8*>(args.table) + token * kRowStride;
   for (int e = 8 * threadIdx.x; e < kE; e += 8 * blockDim.x) {
     float v[8];

@@ -69,7 +69,7 @@ JLLM_KERNEL(head_ops, jllm::cuda::HeadOpsArgs, 32 * kWarps, 1) {
   const int t = blockIdx.x;
   const int head = blockIdx.y * kWarps + warp;
   if (head >= kHq + kHk) return;  // whole warps only: no CTA barrier below
-  const int pos = args.pos[t];
+  const int pos = args.pos != nullptr ? args.pos[t] : 0;  // no positions: no RoPE, no append
   float* buf = bufs[warp];
   float x[kPer];
   if (head < kHq) {

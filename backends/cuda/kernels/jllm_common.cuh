@@ -128,6 +128,18 @@ __device__ __forceinline__ jllm_u32 jllm_load_ro32(const void* p) {
 #endif
 }
 
+// A float another CTA of this launch wrote (after its __threadfence): read from L2, past this
+// SM's L1, which may hold a stale line. Not volatile, so the compiler can issue many at once.
+__device__ __forceinline__ float jllm_load_l2_f32(const float* p) {
+#if defined(JLLM_EMULATE)
+  return std::atomic_ref<const float>(*p).load(std::memory_order_relaxed);
+#else
+  float v;
+  asm volatile("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(p) : "memory");
+  return v;
+#endif
+}
+
 __device__ __forceinline__ jllm_u16 jllm_load_u16(const void* p) {
 #if defined(JLLM_EMULATE)
   emu_check_aligned(p, 2);

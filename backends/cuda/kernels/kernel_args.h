@@ -115,8 +115,15 @@ struct SampleArgs {
   unsigned* stamps;              // [V]: penalty dedupe stamps (zero at allocation)
   const int* ctx_tokens;         // the context, by position
   const void* params;            // a jllm::SamplingParams (backends/sampling_params.h)
-  StepState* state;              // reads pos (the next position); writes token, advances pos
-  int* token_out;                // also written here (host-visible copy source)
+  StepState* state;              // reads pos (of the token whose logits these are); writes the
+                                 // sampled token and advances pos to it
+};
+
+// read_bandwidth.cu: streams n16 16-byte words from src; one word per CTA to out.
+struct ReadBandwidthArgs {
+  const void* src;
+  unsigned long long n16;
+  unsigned* out;
 };
 
 }  // namespace jllm::cuda

@@ -1,11 +1,13 @@
-// Read-bandwidth probe for the benchmark: streams `bytes` (a multiple of 16) with the same
-// 16-byte L1-bypassing loads the GEMV kernels use, several in flight per thread, and writes one
-// word per CTA so the loads cannot be dropped. Its GB/s is the ceiling a GEMV is measured against.
+// Read-bandwidth probe for the benchmark: streams n16 16-byte words with the same L1-bypassing
+// loads the GEMV kernels use, several in flight per thread, and writes one word per CTA so the
+// loads cannot be dropped. Its GB/s is the ceiling a decode step is measured against.
 #include "jllm_common.cuh"
+#include "kernel_args.h"
 
-extern "C" __global__ void __launch_bounds__(256)
-    read_bandwidth(const uint4* __restrict__ src, unsigned long long n16, jllm_u32* __restrict__ out) {
+JLLM_KERNEL(read_bandwidth, jllm::cuda::ReadBandwidthArgs, 256, 1) {
   constexpr int kUnroll = 4;
+  const uint4* src = static_cast<const uint4*>(args.src);
+  const unsigned long long n16 = args.n16;
   const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
   unsigned long long i = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   jllm_u32 acc = 0;
@@ -29,6 +31,6 @@ extern "C" __global__ void __launch_bounds__(256)
   if (threadIdx.x == 0) {
     jllm_u32 total = 0;
     for (int w = 0; w < static_cast<int>(blockDim.x >> 5); ++w) total ^= warp_acc[w];
-    out[blockIdx.x] = total;
+    args.out[blockIdx.x] = total;
   }
 }

@@ -228,6 +228,5 @@ JLLM_KERNEL(sample, jllm::cuda::SampleArgs, kThreads, 1) {
     args.state->token = token;
     args.state->pos = pos + 1;
     args.state->serial = serial;
-    *args.token_out = token;
   }
 }

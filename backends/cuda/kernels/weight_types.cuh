@@ -180,16 +180,22 @@ struct WType<lay::kQ6_K> {
   }
   __device__ static int PartOf(int e) { return 4 * (((e & 127) >> 6) & 1) + ((e >> 2) & 3); }
 
+  // The unit's two scale bytes (groups ga and ga + 4) sit in two consecutive words of the 16
+  // scales; eight lanes read the same words, so they come through L1.
   struct Frag {
-    uint4 ql, qh, sc;
+    uint4 ql, qh;
+    jllm_u32 sc_a, sc_b;
   };
+  __device__ static int GroupA(int k) { return 8 * (k >> 2) + 2 * ((k >> 1) & 1) + (k & 1); }
   __device__ static Frag Load(const jllm_u8* row, int u) {
     const jllm_u8* body = row + (u >> 3) * q::kQ6KBodyBytes;
     const int k = u & 7;
     const int hh = k >> 2, jj = k & 1;
+    const int ga = GroupA(k);
     return {jllm_load_stream16(body + 16 * k),
             jllm_load_stream16(body + q::kQ6KQhOffset + 32 * hh + 16 * jj),
-            jllm_load_stream16(body + q::kQ6KScalesOffset)};
+            jllm_load_ro32(body + q::kQ6KScalesOffset + 4 * (ga >> 2)),
+            jllm_load_ro32(body + q::kQ6KScalesOffset + 4 * ((ga + 4) >> 2))};
   }
   // `row` is needed for the d value at the row tail (read through L1: 32 lanes share 4 values).
   template <int kK>
@@ -205,12 +211,10 @@ struct WType<lay::kQ6_K> {
     }
     const float f_a = ByteDot16(a, xv), f_b = ByteDot16(b, xv + 4);
     const float sum_a = SumParts4(xv), sum_b = SumParts4(xv + 4);
-    // Scale groups of 16: A is group 8hh + 2up + jj, B the same + 4.
+    // Scale groups of 16: A is group 8hh + 2up + jj, B the same + 4 (same byte, next word).
     const int ga = 8 * hh + 2 * up + jj;
-    const jllm_u32 sw[4] = {f.sc.x, f.sc.y, f.sc.z, f.sc.w};
-    const float sc_a = static_cast<float>(static_cast<jllm_i8>((sw[ga >> 2] >> (8 * (ga & 3))) & 0xFF));
-    const int gb = ga + 4;
-    const float sc_b = static_cast<float>(static_cast<jllm_i8>((sw[gb >> 2] >> (8 * (gb & 3))) & 0xFF));
+    const float sc_a = static_cast<float>(static_cast<jllm_i8>((f.sc_a >> (8 * (ga & 3))) & 0xFF));
+    const float sc_b = static_cast<float>(static_cast<jllm_i8>((f.sc_b >> (8 * (ga & 3))) & 0xFF));
     const float d = jllm_half_to_float(jllm_load_u16(row + lay::TailOffset(lay::kQ6_K, kK) + 2 * (u >> 3)));
     // sum_t (q_t - 32) x_t = 256 f - 160 sum.
     const float dot = fmaf(sc_a, fmaf(256.f, f_a, -160.f * sum_a), sc_b * fmaf(256.f, f_b, -160.f * sum_b));

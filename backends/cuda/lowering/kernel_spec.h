@@ -4,7 +4,9 @@
 // same field visitor (ir/fields.h) as IR attributes.
 //
 // The launch grid is (grid_x, grid_y), except that one dimension may scale with the step's
-// token count T: token_dim 1 (x) or 2 (y) is multiplied by ceil(T / token_tile).
+// token count T: token_dim 1 (x) or 2 (y) is multiplied by ceil(T / token_tile). A persistent
+// kernel runs as many CTAs as the GPU holds at once instead: grid x becomes
+// clamp(CTAs per SM x SMs, min_grid_x, grid_x), found at load from the device's occupancy.
 // The cost fields feed --profile and jllm-bench: what one launch moves and computes.
 #pragma once
 
@@ -29,6 +31,8 @@ struct KernelSpec {
   int64_t token_dim = 0;   // 0: fixed grid; 1/2: grid x/y times ceil(T / token_tile)
   int64_t token_tile = 1;
   int64_t smem = 0;        // dynamic shared memory bytes
+  bool persistent = false;
+  int64_t min_grid_x = 1;  // persistent: the fewest CTAs the kernel accepts
   // Cost model.
   int64_t weight_bytes = 0;           // read once per launch
   int64_t bytes_per_token = 0;        // activations read + written per token
@@ -47,6 +51,8 @@ struct KernelSpec {
     v("token_dim", s.token_dim);
     v("token_tile", s.token_tile);
     v("smem", s.smem);
+    v("persistent", s.persistent);
+    v("min_grid_x", s.min_grid_x);
     v("weight_bytes", s.weight_bytes);
     v("bytes_per_token", s.bytes_per_token);
     v("kv_bytes_per_position", s.kv_bytes_per_position);

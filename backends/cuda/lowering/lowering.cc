@@ -31,7 +31,10 @@ static_assert(static_cast<int>(ir::KvDType::kF16) == 0 && static_cast<int>(ir::K
               "kv_cache.cuh's element type ids are ir's KvDType");
 
 // Tuning heuristics (per-shape tuning replaces them later; see docs/PERF.md).
-constexpr int kGemvRowsPerWarp = 4;
+// GEMV: a lane keeps the loads of 4 unit steps of 2 row streams in flight (R rows of one
+// matrix, or the same row of gate and up); more rows would cost registers, fewer, shared-memory
+// bandwidth (each staged x float4 serves 2 row streams).
+constexpr int kGemvRowStreams = 2;
 constexpr int kGemvWarps = 8;
 constexpr int kGemvTargetCtas = 264;  // ~2 per SM on the largest GPUs we target
 constexpr int kGemvMaxSplit = 8;
@@ -125,6 +128,7 @@ class Lowerer {
     const bool norm = gamma.present();
     std::vector<std::string> defs = {D("JLLM_K", k), D("JLLM_NM", static_cast<int64_t>(members.size()))};
     std::vector<std::string> types, rows;
+    const int r = swiglu ? kGemvRowStreams / 2 : kGemvRowStreams;
     int64_t tiles = 0, total_rows = 0, weight_bytes = 0;
     for (size_t m = 0; m < members.size(); ++m) {
       const ir::WeightRef& w = W(members[m]);
@@ -132,7 +136,7 @@ class Lowerer {
       defs.push_back(D(absl::StrCat("JLLM_N", m), w.dim(1)));
       types.emplace_back(GgmlTypeName(w.type));
       rows.push_back(absl::StrCat(w.dim(1)));
-      if (!swiglu || m == 0) tiles += geo::GemvTiles(w.dim(1), kGemvWarps, kGemvRowsPerWarp);
+      if (!swiglu || m == 0) tiles += geo::GemvTiles(w.dim(1), kGemvWarps, r);
       total_rows += w.dim(1);
       weight_bytes += DeviceBytes(w);
     }
@@ -141,7 +145,7 @@ class Lowerer {
       ksplit = static_cast<int>(std::clamp<int64_t>((kGemvTargetCtas + tiles - 1) / tiles, 1,
                                                     std::min<int64_t>(k / 256, kGemvMaxSplit)));
     }
-    defs.push_back(D("JLLM_R", kGemvRowsPerWarp));
+    defs.push_back(D("JLLM_R", r));
     defs.push_back(D("JLLM_NW", kGemvWarps));
     defs.push_back(D("JLLM_KSPLIT", ksplit));
     defs.push_back(D("JLLM_NORM", norm));
@@ -152,8 +156,9 @@ class Lowerer {
                                      "x", k, norm ? " +norm" : "", residual.present() ? " +residual" : "",
                                      swiglu ? " +swiglu" : "", ksplit > 1 ? absl::StrCat(" split", ksplit) : ""),
                         defs, 32 * kGemvWarps);
-    s.grid_x = tiles;
-    s.grid_y = ksplit;
+    s.grid_x = tiles * ksplit;  // at most one CTA a (tile, split)
+    s.persistent = true;
+    s.min_grid_x = (swiglu ? 1 : static_cast<int64_t>(members.size())) * ksplit;  // one a group
     s.smem = geo::GemvSmemBytes(k, ksplit);
     s.weight_bytes = weight_bytes;
     const int64_t out_rows = swiglu ? W(members[0]).dim(1) : total_rows;
@@ -301,8 +306,8 @@ class Lowerer {
                                                    Sv(GgmlTypeName(table.type)), ", rows of ",
                                                    table.dim(0), ") is not readable here"));
     }
+    // Without %pos (a bare op graph) the context record the sampler reads is not kept.
     const std::optional<ir::ValueId> pos = g_.FindValue(ir::kPositionsInput);
-    if (!pos) return absl::InvalidArgumentError("the CUDA backend needs the %pos input");
     const int64_t e = table.dim(0);
     KernelSpec s = Base("embed.cu", "embed",
                         absl::StrCat("embed ", Sv(GgmlTypeName(table.type)), " ", e, "x", table.dim(1)),
@@ -314,8 +319,8 @@ class Lowerer {
     Launch l;
     l.kind = LaunchKind::kEmbed;
     l.spec = Add(std::move(s));
-    l.ops = {Operand::Value(n.inputs[0]), Operand::Value(*pos), Operand::Weight(n.weights[0]),
-             Operand::Value(n.outputs[0])};
+    l.ops = {Operand::Value(n.inputs[0]), pos ? Operand::Value(*pos) : Operand::None(),
+             Operand::Weight(n.weights[0]), Operand::Value(n.outputs[0])};
     nl.decode.push_back(l);
     nl.prefill.push_back(l);
     return absl::OkStatus();
@@ -355,12 +360,11 @@ class Lowerer {
   absl::Status LowerHeadOp(const ir::Node& n, NodeLowering& nl) {
     std::vector<Operand> ops(slot::kHeadCount, Operand::None());
     const std::optional<ir::ValueId> pos = g_.FindValue(ir::kPositionsInput);
-    if (!pos) return absl::InvalidArgumentError("the CUDA backend needs the %pos input");
     Launch l;
     switch (n.op) {
       case OpKind::kHeadRmsNorm: {
         const auto& a = n.attrs_as<ir::HeadRmsNormAttrs>();
-        ops[slot::kHeadPos] = Operand::Value(*pos);
+        ops[slot::kHeadPos] = pos ? Operand::Value(*pos) : Operand::None();  // unused: no RoPE
         ops[slot::kHeadXq] = Operand::Value(n.inputs[0]);
         ops[slot::kHeadQGamma] = Operand::Weight(n.weights[0]);
         ops[slot::kHeadYq] = Operand::Value(n.outputs[0]);

@@ -1,0 +1,49 @@
+#include "backends/cuda/cudart/cudart_backend.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "backends/cuda/cudart/cudart_device.h"
+#include "backends/cuda/cudart/device.h"
+#include "backends/cuda/exec/cuda_backend.h"
+#include "ir/status.h"
+
+namespace jllm::cuda {
+
+std::string CudaUnavailableReason() {
+  const DeviceAvailability a = ProbeDevices();
+  return a.count > 0 ? "" : a.reason;
+}
+
+absl::StatusOr<CudaOpened> OpenCudaBackend(const CudaOpenOptions& options) {
+  const DeviceAvailability a = ProbeDevices();
+  if (a.count == 0) return absl::FailedPreconditionError(a.reason);
+  if (options.device < 0 || options.device >= a.count) {
+    return absl::InvalidArgumentError(absl::StrCat("GPU ", options.device, " does not exist (", a.count,
+                                                   " present)"));
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<CudartDevice> device,
+                   CudartDevice::Open(options.device, CubinCache::FromEnvironment()));
+  CudaOpened out;
+  out.arch = device->properties().arch;
+  CudaBackendOptions bo;
+  const char* sync = std::getenv("JLLM_CUDA_SYNC");
+  bo.debug_sync = options.debug_sync || (sync != nullptr && std::strcmp(sync, "1") == 0);
+  if (options.plan_cubins != nullptr && !options.plan_cubins->empty()) {
+    auto it = options.plan_cubins->find(out.arch);
+    if (it != options.plan_cubins->end()) {
+      bo.cubins = it->second;
+    } else {
+      std::vector<std::string> archs;
+      for (const auto& [arch, cubins] : *options.plan_cubins) archs.push_back(arch);
+      out.notice = absl::StrCat("the plan's ahead-of-time kernels are for ", absl::StrJoin(archs, ", "),
+                                "; this GPU is ", out.arch, ": compiling them with NVRTC");
+    }
+  }
+  out.backend = CreateCudaBackendOn(std::move(device), std::move(bo));
+  return out;
+}
+
+}  // namespace jllm::cuda

@@ -1,0 +1,210 @@
+#include "backends/cuda/cudart/cudart_device.h"
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "backends/cuda/cudart/cuda_status.h"
+#include "backends/cuda/nvrtc/nvrtc_compiler.h"
+#include "ir/absl_compat.h"
+#include "ir/status.h"
+
+namespace jllm::cuda {
+
+absl::StatusOr<std::unique_ptr<CudartDevice>> CudartDevice::Open(int ordinal, CubinCache cache) {
+  std::unique_ptr<CudartDevice> d(new CudartDevice(ordinal, std::move(cache)));
+  JLLM_CUDA_RETURN_IF_ERROR(cudaSetDevice(ordinal), absl::StrCat("selecting device ", ordinal));
+  cudaDeviceProp prop{};
+  JLLM_CUDA_RETURN_IF_ERROR(cudaGetDeviceProperties(&prop, ordinal), "reading the device's properties");
+  d->props_.name = prop.name;
+  d->props_.arch = absl::StrCat("sm_", prop.major, prop.minor);
+  d->props_.sm_count = prop.multiProcessorCount;
+  d->props_.total_bytes = static_cast<int64_t>(prop.totalGlobalMem);
+  d->props_.shared_per_block_optin = static_cast<int64_t>(prop.sharedMemPerBlockOptin);
+  d->props_.l2_bytes = prop.l2CacheSize;
+  if (prop.major < 8) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        prop.name, " is ", d->props_.arch, "; jllm's kernels need sm_80 or newer"));
+  }
+  JLLM_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&d->stream_, cudaStreamNonBlocking), "creating a stream");
+  JLLM_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&d->sync_event_, cudaEventDisableTiming),
+                            "creating an event");
+  return d;
+}
+
+CudartDevice::~CudartDevice() {
+  if (stream_ != nullptr) cudaStreamSynchronize(stream_);
+  for (cudaGraphExec_t g : graphs_) cudaGraphExecDestroy(g);
+  for (cudaEvent_t e : events_) cudaEventDestroy(e);
+  if (sync_event_ != nullptr) cudaEventDestroy(sync_event_);
+  kernels_.clear();
+  if (stream_ != nullptr) cudaStreamDestroy(stream_);
+}
+
+absl::StatusOr<int64_t> CudartDevice::FreeBytes() {
+  size_t free_bytes = 0, total = 0;
+  JLLM_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free_bytes, &total), "reading free device memory");
+  return static_cast<int64_t>(free_bytes);
+}
+
+absl::StatusOr<void*> CudartDevice::Allocate(size_t bytes, std::string_view what) {
+  void* p = nullptr;
+  JLLM_CUDA_RETURN_IF_ERROR(cudaMalloc(&p, bytes), absl::StrCat("allocating ", bytes, " bytes for ", Sv(what)));
+  return p;
+}
+
+void CudartDevice::Free(void* p) {
+  if (p != nullptr) cudaFree(p);
+}
+
+absl::StatusOr<void*> CudartDevice::AllocateHost(size_t bytes, std::string_view what) {
+  void* p = nullptr;
+  JLLM_CUDA_RETURN_IF_ERROR(cudaMallocHost(&p, bytes),
+                            absl::StrCat("allocating ", bytes, " bytes of pinned host memory for ", Sv(what)));
+  return p;
+}
+
+void CudartDevice::FreeHost(void* p) {
+  if (p != nullptr) cudaFreeHost(p);
+}
+
+absl::Status CudartDevice::CopyToDevice(void* dst, const void* src, size_t bytes) {
+  return CudaStatus(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_), "copying to the GPU");
+}
+
+absl::Status CudartDevice::CopyToHost(void* dst, const void* src, size_t bytes) {
+  return CudaStatus(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_), "copying from the GPU");
+}
+
+absl::Status CudartDevice::Fill(void* dst, uint8_t value, size_t bytes) {
+  return CudaStatus(cudaMemsetAsync(dst, value, bytes, stream_), "filling device memory");
+}
+
+absl::Status CudartDevice::Prepare(absl::Span<const KernelSpec> specs) {
+  if (!cache_.enabled() || specs.size() < 2) return absl::OkStatus();
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i = next++; i < specs.size(); i = next++) {
+      NvrtcOptions options;
+      options.arch = props_.arch;
+      options.defines = specs[i].DefineList();
+      bool hit = false;
+      if (cache_.GetOrCompile(specs[i].source, options, &hit).ok() && !hit) ++compiled_;
+    }
+  };
+  std::vector<std::thread> threads;
+  const unsigned n = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), 16));
+  for (unsigned t = 0; t < n; ++t) threads.emplace_back(worker);
+  for (auto& t : threads) t.join();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<KernelHandle> CudartDevice::LoadKernel(const KernelSpec& spec, std::string_view cubin) {
+  if (spec.smem > props_.shared_per_block_optin) {
+    return absl::ResourceExhaustedError(absl::StrCat(spec.label, " needs ", spec.smem,
+                                                     " bytes of shared memory per block; ", props_.name,
+                                                     " allows ", props_.shared_per_block_optin));
+  }
+  std::string image;
+  if (!cubin.empty() && LooksLikeCubin(cubin)) {
+    image = std::string(cubin);
+    ++from_plan_;
+  } else {
+    NvrtcOptions options;
+    options.arch = props_.arch;
+    options.defines = spec.DefineList();
+    bool hit = false;
+    absl::StatusOr<std::string> compiled = cache_.GetOrCompile(spec.source, options, &hit);
+    if (!compiled.ok()) {
+      return absl::Status(compiled.status().code(),
+                          absl::StrCat("compiling kernel spec '", spec.label, "': ", compiled.status().message()));
+    }
+    image = *std::move(compiled);
+    if (!hit) ++compiled_;
+  }
+  ASSIGN_OR_RETURN(CudaLibrary library, CudaLibrary::Load(image, spec.label));
+  ASSIGN_OR_RETURN(cudaKernel_t kernel, library.Kernel(spec.kernel));
+  if (spec.smem > 48 * 1024) {
+    JLLM_CUDA_RETURN_IF_ERROR(
+        cudaKernelSetAttributeForDevice(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        static_cast<int>(spec.smem), ordinal_),
+        absl::StrCat("raising the shared memory limit of ", spec.label));
+  }
+  kernels_.push_back({std::move(library), kernel, spec.label});
+  return static_cast<KernelHandle>(kernels_.size() - 1);
+}
+
+absl::StatusOr<int> CudartDevice::MaxActiveBlocksPerSm(KernelHandle k, int threads, size_t dynamic_smem) {
+  int n = 0;
+  JLLM_CUDA_RETURN_IF_ERROR(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                                &n, reinterpret_cast<const void*>(kernels_[k].kernel), threads, dynamic_smem),
+                            absl::StrCat("occupancy of ", kernels_[k].label));
+  return n;
+}
+
+absl::Status CudartDevice::Launch(KernelHandle k, Dim3 grid, Dim3 block, size_t dynamic_smem,
+                                  const void* args, size_t /*args_bytes*/) {
+  void* params[] = {const_cast<void*>(args)};
+  const Kernel& kernel = kernels_[k];
+  JLLM_CUDA_RETURN_IF_ERROR(cudaLaunchKernel(reinterpret_cast<const void*>(kernel.kernel),
+                                             dim3(grid.x, grid.y, grid.z), dim3(block.x, block.y, block.z),
+                                             params, dynamic_smem, stream_),
+                            absl::StrCat("launching ", kernel.label));
+  return CudaStatus(cudaGetLastError(), absl::StrCat("after launching ", kernel.label));
+}
+
+absl::Status CudartDevice::BeginCapture() {
+  return CudaStatus(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "starting a graph capture");
+}
+
+absl::StatusOr<GraphHandle> CudartDevice::EndCapture() {
+  cudaGraph_t graph = nullptr;
+  JLLM_CUDA_RETURN_IF_ERROR(cudaStreamEndCapture(stream_, &graph), "ending the graph capture");
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t err = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);
+  JLLM_CUDA_RETURN_IF_ERROR(err, "instantiating the decode graph");
+  graphs_.push_back(exec);
+  return static_cast<GraphHandle>(graphs_.size() - 1);
+}
+
+absl::Status CudartDevice::Replay(GraphHandle g) {
+  return CudaStatus(cudaGraphLaunch(graphs_[g], stream_), "launching the decode graph");
+}
+
+absl::StatusOr<EventHandle> CudartDevice::CreateEvent() {
+  cudaEvent_t e = nullptr;
+  JLLM_CUDA_RETURN_IF_ERROR(cudaEventCreate(&e), "creating an event");
+  events_.push_back(e);
+  return static_cast<EventHandle>(events_.size() - 1);
+}
+
+absl::Status CudartDevice::Record(EventHandle e) {
+  return CudaStatus(cudaEventRecord(events_[e], stream_), "recording an event");
+}
+
+absl::StatusOr<float> CudartDevice::ElapsedMs(EventHandle from, EventHandle to) {
+  float ms = 0;
+  JLLM_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, events_[from], events_[to]), "timing events");
+  return ms;
+}
+
+absl::Status CudartDevice::Synchronize(std::string_view what, double timeout_seconds) {
+  JLLM_CUDA_RETURN_IF_ERROR(cudaEventRecord(sync_event_, stream_), absl::StrCat("waiting for ", Sv(what)));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
+  while (true) {
+    const cudaError_t err = cudaEventQuery(sync_event_);
+    if (err == cudaSuccess) return absl::OkStatus();
+    if (err != cudaErrorNotReady) return CudaStatus(err, what);
+    if (std::chrono::steady_clock::now() > deadline) {
+      return absl::DeadlineExceededError(absl::StrFormat(
+          "%s did not finish within %.0f s on %s (a kernel that never ends?)", Sv(what), timeout_seconds,
+          props_.name));
+    }
+    std::this_thread::yield();
+  }
+}
+
+}  // namespace jllm::cuda

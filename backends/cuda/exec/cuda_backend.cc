@@ -1,0 +1,123 @@
+#include "backends/cuda/exec/cuda_backend.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "backends/cuda/exec/graph_runner.h"
+#include "backends/cuda/kernels/kernel_args.h"
+#include "backends/cuda/exec/memory_plan.h"
+#include "ir/status.h"
+
+namespace jllm::cuda {
+namespace {
+
+// Streams a buffer of up to 2 GiB (many times any L2) with the probe kernel; the best of ten.
+absl::StatusOr<double> MeasureReadBandwidth(DeviceApi& device) {
+  ASSIGN_OR_RETURN(const int64_t free_bytes, device.FreeBytes());
+  const int64_t kBytes = std::min<int64_t>(int64_t{2} << 30, free_bytes / 2) / 4096 * 4096;
+  if (kBytes < (int64_t{64} << 20)) return absl::ResourceExhaustedError("too little free GPU memory to measure bandwidth");
+  KernelSpec spec;
+  spec.label = "read_bandwidth";
+  spec.source = "read_bandwidth.cu";
+  spec.kernel = "read_bandwidth";
+  spec.threads = 256;
+  ASSIGN_OR_RETURN(KernelHandle k, device.LoadKernel(spec, ""));
+  ASSIGN_OR_RETURN(const int per_sm, device.MaxActiveBlocksPerSm(k, 256, 0));
+  const unsigned grid = static_cast<unsigned>(std::max(1, per_sm) * device.properties().sm_count);
+  ASSIGN_OR_RETURN(void* src, device.Allocate(kBytes, "the bandwidth probe"));
+  absl::StatusOr<void*> out = device.Allocate(grid * 4, "the bandwidth probe");
+  double best_ms = 0;
+  absl::Status st = out.status();
+  if (st.ok()) st = device.Fill(src, 0x5A, kBytes);
+  ReadBandwidthArgs args{src, static_cast<unsigned long long>(kBytes / 16), out.ok() ? static_cast<unsigned*>(*out) : nullptr};
+  for (int rep = 0; rep < 11 && st.ok(); ++rep) {
+    absl::StatusOr<EventHandle> a = device.CreateEvent(), b = device.CreateEvent();
+    st = a.status().ok() ? b.status() : a.status();
+    if (st.ok()) st = device.Record(*a);
+    if (st.ok()) st = device.Launch(k, {grid, 1, 1}, {256, 1, 1}, 0, &args, sizeof(args));
+    if (st.ok()) st = device.Record(*b);
+    if (st.ok()) st = device.Synchronize("the bandwidth probe");
+    if (!st.ok()) break;
+    absl::StatusOr<float> ms = device.ElapsedMs(*a, *b);
+    st = ms.status();
+    if (st.ok() && rep > 0 && (best_ms == 0 || *ms < best_ms)) best_ms = *ms;  // rep 0 warms up
+  }
+  device.Free(src);
+  if (out.ok()) device.Free(*out);
+  RETURN_IF_ERROR(st);
+  return static_cast<double>(kBytes) / (best_ms * 1e6);
+}
+
+class CudaBackend : public Backend {
+ public:
+  CudaBackend(std::unique_ptr<DeviceApi> device, CudaBackendOptions options)
+      : device_(std::move(device)), options_(std::move(options)) {}
+
+  std::string_view name() const override { return "cuda"; }
+
+  absl::Status Load(const ir::Graph& graph, const WeightSource& weights,
+                    const BackendOptions& options) override {
+    runner_.reset();
+    RunnerOptions ro;
+    ro.max_context = options.max_context;
+    ro.max_step_tokens = options.max_step_tokens;
+    ro.debug_sync = options_.debug_sync;
+    ro.cubins = &options_.cubins;
+    ASSIGN_OR_RETURN(runner_, GraphRunner::Create(graph, *device_, weights, ro));
+    return absl::OkStatus();
+  }
+
+  std::string Describe() const override {
+    const DeviceProperties& p = device_->properties();
+    std::string out = absl::StrFormat("%s (%s, %d SMs)", p.name, p.arch, p.sm_count);
+    if (runner_) absl::StrAppend(&out, "; ", runner_->plan().Summary());
+    return out;
+  }
+
+  absl::StatusOr<int64_t> DefaultContext(const ir::Graph& graph, const BackendOptions& options) override {
+    ASSIGN_OR_RETURN(LoweredGraph lowered, LowerGraph(graph));
+    ASSIGN_OR_RETURN(const int64_t free_bytes, device_->FreeBytes());
+    const RunnerOptions defaults;
+    ASSIGN_OR_RETURN(const int64_t fits,
+                     LargestContextThatFits(graph, lowered, options.max_step_tokens, free_bytes,
+                                            defaults.reserve_bytes, graph.config.context_length));
+    // What does not fit is reported by Load with the numbers; here just never ask for 0.
+    return std::max<int64_t>(1, fits);
+  }
+
+  absl::StatusOr<double> ReadBandwidthGBs() override { return MeasureReadBandwidth(*device_); }
+
+  absl::StatusOr<int32_t> Step(absl::Span<const int32_t> tokens, int64_t pos0,
+                               const StepOptions& options) override {
+    if (!runner_) return absl::FailedPreconditionError("cuda: Step before Load");
+    return runner_->Step(tokens, pos0, options);
+  }
+
+  absl::StatusOr<std::vector<std::vector<float>>> Evaluate(
+      int64_t n_tokens, int64_t pos0, absl::Span<const NamedInput> inputs,
+      absl::Span<const std::string> outputs) override {
+    if (!runner_) return absl::FailedPreconditionError("cuda: Evaluate before Load");
+    return runner_->Evaluate(n_tokens, pos0, inputs, outputs);
+  }
+
+  absl::StatusOr<std::vector<KernelTiming>> Profile(absl::Span<const int32_t> tokens,
+                                                    int64_t pos0) override {
+    if (!runner_) return absl::FailedPreconditionError("cuda: Profile before Load");
+    return runner_->Profile(tokens, pos0);
+  }
+
+ private:
+  std::unique_ptr<DeviceApi> device_;  // outlives the runner
+  CudaBackendOptions options_;
+  std::unique_ptr<GraphRunner> runner_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> CreateCudaBackendOn(std::unique_ptr<DeviceApi> device,
+                                             CudaBackendOptions options) {
+  return std::make_unique<CudaBackend>(std::move(device), std::move(options));
+}
+
+}  // namespace jllm::cuda

@@ -1,0 +1,100 @@
+// Runs a lowered graph on a DeviceApi: plans and allocates device memory (refusing what does
+// not fit, with the numbers), streams the weights up through a small staging buffer, loads the
+// kernels, and executes steps:
+//   - decode (one token): replays a captured graph of the step's launches and the sampler;
+//     the token and position live in device memory (StepState), so the graph replays unchanged
+//     and the host only uploads 16 bytes when it feeds something else than the last sample;
+//   - prefill (a chunk): launches directly, with T as an argument.
+// A step copies back the 16-byte state (the sampled token) and logits only when asked.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "backends/backend.h"
+#include "backends/cuda/exec/device_api.h"
+#include "backends/cuda/exec/kernel_binder.h"
+#include "backends/cuda/exec/memory_plan.h"
+#include "backends/cuda/lowering/lowering.h"
+#include "ir/graph.h"
+
+namespace jllm::cuda {
+
+struct RunnerOptions {
+  int64_t max_context = 4096;
+  int64_t max_step_tokens = 512;
+  // Device memory left unplanned (other processes, driver growth).
+  int64_t reserve_bytes = int64_t{256} << 20;
+  double step_timeout_seconds = 120;
+  // Synchronize and check after every launch, naming the kernel that faulted, and run decode
+  // without a graph ($JLLM_CUDA_SYNC=1; slow, for finding faults).
+  bool debug_sync = false;
+  // CUBINs compiled ahead of time for this device, by KernelSpec::ModuleKey().
+  const std::map<std::string, std::string>* cubins = nullptr;
+};
+
+class GraphRunner {
+ public:
+  static absl::StatusOr<std::unique_ptr<GraphRunner>> Create(const ir::Graph& graph, DeviceApi& device,
+                                                             const WeightSource& weights,
+                                                             const RunnerOptions& options);
+  ~GraphRunner();
+  GraphRunner(const GraphRunner&) = delete;
+  GraphRunner& operator=(const GraphRunner&) = delete;
+
+  const MemoryPlan& plan() const { return plan_; }
+  const LoweredGraph& lowered() const { return lowered_; }
+
+  absl::StatusOr<int32_t> Step(absl::Span<const int32_t> tokens, int64_t pos0, const StepOptions& options);
+  absl::StatusOr<std::vector<std::vector<float>>> Evaluate(int64_t n_tokens, int64_t pos0,
+                                                           absl::Span<const NamedInput> inputs,
+                                                           absl::Span<const std::string> outputs);
+  absl::StatusOr<std::vector<KernelTiming>> Profile(absl::Span<const int32_t> tokens, int64_t pos0);
+
+ private:
+  GraphRunner(const ir::Graph& graph, DeviceApi& device, const RunnerOptions& options);
+  absl::Status Allocate();
+  absl::Status UploadWeights(const WeightSource& weights);
+  absl::Status LoadKernels();
+  absl::Status EnsureAllLogits();
+  absl::Status CheckStep(int64_t n, int64_t pos0) const;
+  absl::Status UploadState(int32_t token, int64_t pos);
+  absl::Status UploadSampling(const SamplingParams& params);
+  // The launches of a step, in order; `all_rows`: logits of every row too.
+  struct Planned {
+    const Launch* launch;
+    int node;
+    Phase phase;
+  };
+  std::vector<Planned> StepLaunches(int64_t n, bool sample, bool all_rows) const;
+  absl::Status Run(const Planned& p, int64_t n);
+  absl::Status RunAll(const std::vector<Planned>& launches, int64_t n);
+  absl::Status Finish(std::string_view what);
+  void* Alloc(size_t bytes, std::string_view what, absl::Status* status);
+
+  ir::Graph graph_;
+  DeviceApi& device_;
+  RunnerOptions options_;
+  LoweredGraph lowered_;
+  MemoryPlan plan_;
+  DeviceBuffers buffers_;
+  std::vector<void*> allocations_;
+  std::vector<KernelHandle> kernels_;  // by spec
+  std::vector<unsigned> persistent_grid_;  // by spec: the grid x of a persistent kernel
+  // Pinned host mirrors of the small things a step exchanges.
+  StepState* host_state_ = nullptr;
+  SamplingParams* host_params_ = nullptr;
+  int32_t* host_inputs_ = nullptr;  // tokens then positions, 2 x max_step_tokens
+  bool params_valid_ = false;
+  bool state_valid_ = false;
+  int graph_plain_ = -1, graph_sample_ = -1;
+  int64_t filled_ = 0;
+};
+
+}  // namespace jllm::cuda

@@ -1,0 +1,263 @@
+// Host stand-ins for the CUDA builtins the jllm kernels use, so that the real kernel sources
+// compile with g++ (-DJLLM_EMULATE -include this file) into a shared object that runs a launch
+// on the CPU: every CUDA thread of a CTA is a fiber, CTAs run one after another, and
+// __syncthreads and the warp operations are barriers that switch fibers. Semantics the kernels rely on are kept:
+// a thread that returns stops counting for the barriers (as an exited CUDA thread does), the
+// dynamic shared memory starts with garbage, atomics are atomic, misaligned vector loads trap.
+//
+// The object exports emu_launch(); tests/cuda/emu/emu_device.cc loads and calls it.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <ucontext.h>
+#include <vector>
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __shared__ static
+#define __align__(n) alignas(n)
+
+struct uint2 { unsigned x, y; };
+struct uint4 { unsigned x, y, z, w; };
+struct float4 { float x, y, z, w; };
+struct dim3 { unsigned x = 1, y = 1, z = 1; };
+inline uint4 make_uint4(unsigned a, unsigned b, unsigned c, unsigned d) { return {a, b, c, d}; }
+inline float4 make_float4(float a, float b, float c, float d) { return {a, b, c, d}; }
+
+// One CTA runs at a time on one host thread; its CUDA threads are fibers (ucontext), switched
+// at barriers and warp exchanges, so a launch costs no OS threads and runs deterministically.
+inline dim3 threadIdx, blockIdx;  // of the fiber running now (set before each switch to it)
+inline dim3 gridDim, blockDim;
+
+// ---- the CTA being run ----------------------------------------------------------------------
+
+struct EmuBarrier {
+  unsigned expected = 0, arrived = 0, generation = 0;
+};
+
+struct EmuFiber {
+  ucontext_t context;
+  bool done = false;
+};
+
+struct EmuCta {
+  EmuBarrier block;
+  std::vector<EmuBarrier> warps;
+  std::vector<uint64_t> slots;  // one per thread: a warp exchange's values
+  std::vector<unsigned char> smem;
+  std::vector<EmuFiber> fibers;
+  ucontext_t scheduler;
+  unsigned current = 0;
+};
+inline EmuCta* emu_cta = nullptr;
+inline uint64_t emu_progress = 0;  // arrivals and exits: a scheduler round without any is a deadlock
+
+inline unsigned char* emu_dynamic_smem() { return emu_cta->smem.data(); }
+
+inline void emu_yield() {
+  EmuCta& c = *emu_cta;
+  swapcontext(&c.fibers[c.current].context, &c.scheduler);
+}
+
+inline void emu_arrive_and_wait(EmuBarrier& b) {
+  ++emu_progress;
+  if (++b.arrived == b.expected) {
+    b.arrived = 0;
+    ++b.generation;
+    return;
+  }
+  const unsigned g = b.generation;
+  while (b.generation == g) emu_yield();
+}
+
+// An exited thread no longer holds up a barrier, as an exited CUDA thread does not.
+inline void emu_drop(EmuBarrier& b) {
+  --b.expected;
+  if (b.expected > 0 && b.arrived == b.expected) {
+    b.arrived = 0;
+    ++b.generation;
+  }
+}
+
+[[noreturn]] inline void __trap() {
+  std::fprintf(stderr, "emulated kernel: __trap()\n");
+  std::abort();
+}
+inline void emu_check_aligned(const void* p, uintptr_t n) {
+  if (reinterpret_cast<uintptr_t>(p) % n != 0) {
+    std::fprintf(stderr, "emulated kernel: misaligned %u-byte access at %p\n", unsigned(n), p);
+    std::abort();
+  }
+}
+
+inline void __syncthreads() { emu_arrive_and_wait(emu_cta->block); }
+inline void __syncwarp(unsigned = 0xffffffffu) { emu_arrive_and_wait(emu_cta->warps[threadIdx.x / 32]); }
+inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+inline void __threadfence_block() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+
+// A warp exchange: every lane publishes 8 bytes, then reads another lane's.
+template <class T>
+T emu_exchange(T v, int src_lane) {
+  static_assert(sizeof(T) <= 8, "8-byte slots");
+  const unsigned tid = threadIdx.x, warp0 = tid / 32 * 32;
+  uint64_t bits = 0;
+  std::memcpy(&bits, &v, sizeof(T));
+  emu_cta->slots[tid] = bits;
+  __syncwarp();
+  const uint64_t got = emu_cta->slots[warp0 + (src_lane & 31)];
+  __syncwarp();
+  T out;
+  std::memcpy(&out, &got, sizeof(T));
+  return out;
+}
+template <class T>
+T __shfl_xor_sync(unsigned, T v, int mask) { return emu_exchange(v, (threadIdx.x & 31) ^ mask); }
+template <class T>
+T __shfl_sync(unsigned, T v, int lane) { return emu_exchange(v, lane); }
+template <class T>
+T __shfl_up_sync(unsigned, T v, unsigned delta) {
+  const int lane = threadIdx.x & 31;
+  const T other = emu_exchange(v, lane >= int(delta) ? lane - int(delta) : lane);
+  return lane >= int(delta) ? other : v;
+}
+inline unsigned __ballot_sync(unsigned, int pred) {
+  const unsigned tid = threadIdx.x, warp0 = tid / 32 * 32;
+  emu_cta->slots[tid] = pred ? 1 : 0;
+  __syncwarp();
+  unsigned out = 0;
+  for (unsigned l = 0; l < 32; ++l) out |= (emu_cta->slots[warp0 + l] & 1u) << l;
+  __syncwarp();
+  return out;
+}
+inline int __all_sync(unsigned m, int pred) { return __ballot_sync(m, pred) == 0xffffffffu; }
+
+// ---- atomics ----------------------------------------------------------------------------------
+template <class T>
+T atomicAdd(T* p, T v) { return std::atomic_ref<T>(*p).fetch_add(v); }
+inline unsigned atomicOr(unsigned* p, unsigned v) { return std::atomic_ref<unsigned>(*p).fetch_or(v); }
+inline unsigned atomicExch(unsigned* p, unsigned v) { return std::atomic_ref<unsigned>(*p).exchange(v); }
+
+// ---- arithmetic and bits -------------------------------------------------------------------
+using std::max;
+using std::min;
+inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
+inline float __uint_as_float(unsigned i) { float f; std::memcpy(&f, &i, 4); return f; }
+inline unsigned __float_as_uint(float f) { unsigned i; std::memcpy(&i, &f, 4); return i; }
+inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
+  unsigned char b[8];
+  std::memcpy(b, &x, 4);
+  std::memcpy(b + 4, &y, 4);
+  unsigned r = 0;
+  for (int i = 0; i < 4; ++i) r |= unsigned(b[(s >> (4 * i)) & 7]) << (8 * i);
+  return r;
+}
+inline int __ffs(unsigned x) { return x == 0 ? 0 : __builtin_ctz(x) + 1; }
+inline int __clz(unsigned x) { return x == 0 ? 32 : __builtin_clz(x); }
+
+inline float emu_half_to_float(uint16_t h) {
+  const uint32_t sign = uint32_t(h & 0x8000u) << 16, exp = (h >> 10) & 0x1Fu, man = h & 0x3FFu;
+  if (exp == 0) {
+    const float mag = float(man) * 0x1p-24f;
+    return sign ? -mag : mag;
+  }
+  uint32_t bits = exp == 31 ? (sign | 0x7F800000u | (man << 13)) : (sign | ((exp + 112) << 23) | (man << 13));
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+// Round to nearest even, as cvt.rn.f16.f32.
+inline uint16_t emu_float_to_half(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint32_t sign = (x >> 16) & 0x8000u;
+  const uint32_t abs = x & 0x7FFFFFFFu;
+  if (abs > 0x7F800000u) return uint16_t(sign | 0x7E00u);  // NaN
+  if (abs >= 0x477FF000u) return uint16_t(sign | 0x7C00u);  // rounds to infinity
+  if (abs < 0x38800000u) {                                   // subnormal or zero in f16
+    const float a = std::fabs(f) * 0x1p24f;                   // exact scaling; nearbyint rounds to even
+    return uint16_t(sign | uint32_t(std::nearbyint(a)));
+  }
+  const uint32_t mant = abs & 0x7FFFFFu;
+  uint32_t h = ((abs >> 23) - 112) << 10 | (mant >> 13);
+  const uint32_t rest = mant & 0x1FFFu;
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;
+  return uint16_t(sign | h);
+}
+
+// ---- the launch ----------------------------------------------------------------------------
+
+inline void (*emu_entry)(const void*) = nullptr;
+inline const void* emu_args = nullptr;
+
+inline void emu_fiber_main() {
+  EmuCta& c = *emu_cta;
+  const unsigned t = c.current;
+  emu_entry(emu_args);
+  c.fibers[t].done = true;
+  ++emu_progress;
+  emu_drop(c.warps[t / 32]);
+  emu_drop(c.block);
+  // Returning resumes the scheduler (uc_link).
+}
+
+extern "C" int emu_launch(void (*entry)(const void*), unsigned gx, unsigned gy, unsigned gz,
+                          unsigned threads, size_t smem, const void* args) {
+  if (threads == 0 || threads > 1024 || threads % 32 != 0) return 1;
+  constexpr size_t kStack = 256 * 1024;
+  static std::vector<std::unique_ptr<char[]>> stacks;  // reused across CTAs and launches
+  while (stacks.size() < threads) stacks.emplace_back(new char[kStack]);
+  gridDim = {gx, gy, gz};
+  blockDim = {threads, 1, 1};
+  emu_entry = entry;
+  emu_args = args;
+  for (unsigned z = 0; z < gz; ++z) {
+    for (unsigned y = 0; y < gy; ++y) {
+      for (unsigned x = 0; x < gx; ++x) {
+        EmuCta cta;
+        cta.block.expected = threads;
+        cta.warps.assign(threads / 32, EmuBarrier{32, 0, 0});
+        cta.slots.assign(threads, 0);
+        cta.smem.assign(smem + 16, 0xA5);  // garbage, as uninitialised shared memory is
+        cta.fibers.resize(threads);
+        emu_cta = &cta;
+        blockIdx = {x, y, z};
+        for (unsigned t = 0; t < threads; ++t) {
+          ucontext_t& uc = cta.fibers[t].context;
+          getcontext(&uc);
+          uc.uc_stack.ss_sp = stacks[t].get();
+          uc.uc_stack.ss_size = kStack;
+          uc.uc_link = &cta.scheduler;
+          makecontext(&uc, emu_fiber_main, 0);
+        }
+        unsigned live = threads;
+        while (live > 0) {
+          const uint64_t before = emu_progress;
+          live = 0;
+          for (unsigned t = 0; t < threads; ++t) {
+            if (cta.fibers[t].done) continue;
+            cta.current = t;
+            threadIdx = {t, 0, 0};
+            swapcontext(&cta.scheduler, &cta.fibers[t].context);
+            if (!cta.fibers[t].done) ++live;
+          }
+          if (live > 0 && emu_progress == before) {
+            std::fprintf(stderr, "emulated kernel: deadlock in CTA (%u,%u,%u): %u threads wait on barriers "
+                         "that can never complete\n", x, y, z, live);
+            std::abort();
+          }
+        }
+        emu_cta = nullptr;
+      }
+    }
+  }
+  return 0;
+}

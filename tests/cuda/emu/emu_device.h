@@ -1,0 +1,88 @@
+// A DeviceApi that runs the CUDA backend on the CPU: memory is host memory, every KernelSpec is
+// compiled from the embedded kernel sources with g++ (JLLM_EMULATE, emu_cuda_shim.h) into a
+// shared object and launched there, a capture records launches and a replay runs them again.
+// Slow (a host thread per CUDA thread) but exact about indexing, so the executor and every
+// kernel are checked against cpu_ref in CI, which has no GPU. Not a model of timing, memory
+// coherence or races: the gpu tests and compute-sanitizer are.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "backends/cuda/exec/device_api.h"
+
+namespace jllm::cuda::emu {
+
+struct EmuOptions {
+  int64_t memory_bytes = int64_t{8} << 30;  // what FreeBytes reports before allocations
+  std::string cache_dir;                    // compiled kernels; empty: $JLLM_EMU_CACHE or build dir
+};
+
+class EmuDevice : public DeviceApi {
+ public:
+  explicit EmuDevice(EmuOptions options = {});
+  ~EmuDevice() override;
+
+  // Compiles these specs now, several g++ processes at a time (LoadKernel then finds them).
+  absl::Status Prepare(absl::Span<const KernelSpec> specs) override;
+
+  const DeviceProperties& properties() const override { return props_; }
+  absl::StatusOr<int64_t> FreeBytes() override;
+  absl::StatusOr<void*> Allocate(size_t bytes, std::string_view what) override;
+  void Free(void* p) override;
+  absl::StatusOr<void*> AllocateHost(size_t bytes, std::string_view what) override;
+  void FreeHost(void* p) override;
+  absl::Status CopyToDevice(void* dst, const void* src, size_t bytes) override;
+  absl::Status CopyToHost(void* dst, const void* src, size_t bytes) override;
+  absl::Status Fill(void* dst, uint8_t value, size_t bytes) override;
+  absl::StatusOr<KernelHandle> LoadKernel(const KernelSpec& spec, std::string_view cubin) override;
+  absl::StatusOr<int> MaxActiveBlocksPerSm(KernelHandle, int, size_t) override { return 1; }
+  absl::Status Launch(KernelHandle k, Dim3 grid, Dim3 block, size_t dynamic_smem, const void* args,
+                      size_t args_bytes) override;
+  absl::Status BeginCapture() override;
+  absl::StatusOr<GraphHandle> EndCapture() override;
+  absl::Status Replay(GraphHandle g) override;
+  absl::StatusOr<EventHandle> CreateEvent() override;
+  absl::Status Record(EventHandle e) override;
+  absl::StatusOr<float> ElapsedMs(EventHandle from, EventHandle to) override;
+  absl::Status Synchronize(std::string_view, double) override { return absl::OkStatus(); }
+
+  int64_t launches() const { return launches_; }
+
+ private:
+  struct Kernel {
+    void* library = nullptr;
+    void (*entry)(const void*) = nullptr;
+    int (*launch)(void (*)(const void*), unsigned, unsigned, unsigned, unsigned, size_t, const void*) = nullptr;
+    std::string label;
+    int64_t max_smem = 0;
+  };
+  struct Recorded {
+    KernelHandle kernel;
+    Dim3 grid, block;
+    size_t smem;
+    std::vector<uint8_t> args;
+  };
+  absl::StatusOr<std::string> CompiledPath(const KernelSpec& spec);
+  absl::Status Run(const Recorded& r);
+
+  EmuOptions options_;
+  DeviceProperties props_;
+  std::string source_dir_;
+  std::map<void*, size_t> allocations_;
+  int64_t allocated_ = 0;
+  std::vector<Kernel> kernels_;
+  std::map<std::string, std::string> compiled_;  // module key -> .so path
+  bool capturing_ = false;
+  std::vector<Recorded> capture_;
+  std::vector<std::vector<Recorded>> graphs_;
+  std::vector<double> events_;
+  int64_t launches_ = 0;
+};
+
+}  // namespace jllm::cuda::emu

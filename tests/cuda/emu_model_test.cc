@@ -1,0 +1,179 @@
+// A whole model through the CUDA backend on the CPU emulation: the synthesized tiny Qwen3 (the
+// Q4_K_M mix: q4_K and q6_K matrices, a q6_K embedding table tied to the output), lowered with
+// the default passes and with every pass off, prefilled and decoded in lockstep with cpu_ref
+// (runtime/validate.h: every step's logits within the bound, the same arg-max), then the same
+// prompt generated through Session on both with greedy and with seeded sampling: identical text.
+#include <unistd.h>
+
+#include <memory>
+#include <string>
+
+#include "backends/cpu_ref/cpu_ref_backend.h"
+#include "backends/cuda/exec/cuda_backend.h"
+#include "backends/cuda/exec/graph_runner.h"
+#include "backends/cuda/exec/memory_plan.h"
+#include "frontends/gguf/gguf_file.h"
+#include "frontends/gguf/qwen3_graph.h"
+#include "frontends/gguf/synth_model.h"
+#include "frontends/gguf/tokenizer_data.h"
+#include "gtest/gtest.h"
+#include "passes/pipeline.h"
+#include "runtime/session.h"
+#include "runtime/validate.h"
+#include "tests/cuda/emu/emu_device.h"
+
+namespace jllm::cuda::emu {
+namespace {
+
+struct TinyModel {
+  std::unique_ptr<gguf::GgufFile> file;
+  gguf::TokenizerData tokenizer;
+};
+
+const TinyModel& Model() {
+  static const TinyModel* model = [] {
+    const std::string path = ::testing::TempDir() + "/jllm_emu_tiny_" + std::to_string(getpid()) + ".gguf";
+    gguf::SynthOptions o;
+    o.preset = "tiny";
+    o.seed = 7;
+    o.threads = 2;
+    auto written = gguf::WriteSynthModel(o, path);
+    EXPECT_TRUE(written.ok()) << written.status();
+    auto* m = new TinyModel;
+    auto file = gguf::GgufFile::Open(path);
+    EXPECT_TRUE(file.ok()) << file.status();
+    m->file = *std::move(file);
+    auto tok = gguf::ReadTokenizerData(*m->file);
+    EXPECT_TRUE(tok.ok()) << tok.status();
+    m->tokenizer = *std::move(tok);
+    return m;
+  }();
+  return *model;
+}
+
+absl::Span<const uint8_t> Blob() { return Model().file->bytes().subspan(Model().file->data_offset()); }
+
+ir::Graph Lowered(bool passes_on) {
+  auto g = gguf::BuildQwen3Graph(*Model().file);
+  EXPECT_TRUE(g.ok()) << g.status();
+  passes::PipelineConfig config = passes::DefaultPipelineConfig();
+  for (auto& [name, setting] : config.passes) setting.enabled = passes_on || name == "kv-dtype";
+  auto runs = passes::RunPipeline(*g, config);
+  EXPECT_TRUE(runs.ok()) << runs.status();
+  return *std::move(g);
+}
+
+std::unique_ptr<Backend> EmulatedCuda() { return CreateCudaBackendOn(std::make_unique<EmuDevice>(), {}); }
+
+class EmuModelTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(EmuModelTest, LockstepWithCpuRef) {
+  const ir::Graph graph = Lowered(GetParam());
+  BlobWeightSource weights(Blob());
+  BackendOptions bo;
+  bo.max_context = 64;
+  bo.max_step_tokens = 16;
+  bo.n_threads = 2;
+  auto cpu = CreateCpuRefBackend();
+  auto gpu = EmulatedCuda();
+  ASSERT_TRUE(cpu->Load(graph, weights, bo).ok());
+  absl::Status st = gpu->Load(graph, weights, bo);
+  ASSERT_TRUE(st.ok()) << st;
+  const std::vector<int32_t> prompt = {72, 101, 108, 108, 111, 44, 32, 119, 111, 114, 108, 100};
+  SamplingParams greedy;
+  greedy.temperature = 0;
+  auto report = runtime::ValidateLockstep(*cpu, *gpu, prompt, 6, greedy);
+  ASSERT_TRUE(report.ok()) << report.status();
+  for (const auto& s : report->steps) {
+    EXPECT_LT(s.relative, 1e-4) << "position " << s.position;  // same f32 arithmetic, other order
+  }
+  EXPECT_TRUE(report->passed) << report->Summary();
+  EXPECT_EQ(report->top1_agree, static_cast<int64_t>(report->steps.size())) << report->Summary();
+}
+
+TEST(EmuModelSessionTest, GeneratesCpuRefsTokensGreedyAndSeeded) {
+  const ir::Graph graph = Lowered(true);
+  for (const SamplingParams sampling :
+       {SamplingParams{.temperature = 0}, SamplingParams{.temperature = 0.9f, .top_k = 20, .top_p = 0.9f,
+                                                        .min_p = 0.02f, .repeat_penalty = 1.3f,
+                                                        .repeat_last_n = 8, .seed = 1234}}) {
+    std::vector<std::vector<int32_t>> tokens;
+    for (bool emulated : {false, true}) {
+      runtime::SessionOptions so;
+      so.context = 64;
+      so.prefill_chunk = 8;  // a prompt of 12: two chunks
+      so.n_threads = 2;
+      auto session = runtime::Session::Create(graph, Model().tokenizer,
+                                              emulated ? EmulatedCuda() : CreateCpuRefBackend(),
+                                              std::make_unique<BlobWeightSource>(Blob()), so);
+      ASSERT_TRUE(session.ok()) << session.status();
+      auto prompt = (*session)->Tokenize("Hello, world");
+      ASSERT_TRUE(prompt.ok());
+      runtime::Sampler sampler(sampling);
+      runtime::GenerateOptions go;
+      go.max_tokens = 6;
+      auto r = (*session)->Generate(*prompt, sampler, go);
+      ASSERT_TRUE(r.ok()) << r.status();
+      EXPECT_EQ(r->tokens.size(), 6u);
+      tokens.push_back(r->tokens);
+      // A second turn reuses the cached prefix on both.
+      std::vector<int32_t> turn2 = *prompt;
+      turn2.insert(turn2.end(), r->tokens.begin(), r->tokens.end());
+      turn2.push_back(33);
+      auto r2 = (*session)->Generate(turn2, sampler, go);
+      ASSERT_TRUE(r2.ok()) << r2.status();
+      // The cache holds the prompt and every sampled token but the last (never fed back).
+      EXPECT_EQ(r2->stats.reused_tokens, static_cast<int64_t>(prompt->size() + r->tokens.size()) - 1);
+      tokens.push_back(r2->tokens);
+    }
+    EXPECT_EQ(tokens[0], tokens[2]) << "temperature " << sampling.temperature;
+    EXPECT_EQ(tokens[1], tokens[3]) << "temperature " << sampling.temperature << ", second turn";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Passes, EmuModelTest, ::testing::Values(true, false),
+                         [](const ::testing::TestParamInfo<bool>& i) { return i.param ? "DefaultPasses" : "NoFusion"; });
+
+}  // namespace
+}  // namespace jllm::cuda::emu
+
+namespace jllm::cuda::emu {
+namespace {
+
+// A context that does not fit is refused before anything is allocated, with the numbers and
+// the context that would fit; the default context comes from the memory free.
+TEST(EmuMemoryPlan, ContextThatDoesNotFitIsRefusedWithWhatWouldFit) {
+  const ir::Graph graph = Lowered(true);
+  BlobWeightSource weights(Blob());
+  auto plan_backend = EmulatedCuda();
+  auto lowered = LowerGraph(graph);
+  ASSERT_TRUE(lowered.ok());
+  auto small = PlanMemory(graph, *lowered, 1024, 16);
+  ASSERT_TRUE(small.ok());
+  // A device with room for a 1024-position plan (plus the reserve) but not for 4096.
+  EmuOptions o;
+  o.memory_bytes = small->total_bytes() + RunnerOptions{}.reserve_bytes + 4096;
+  auto device = std::make_unique<EmuDevice>(o);
+  EmuDevice* raw = device.get();
+  auto backend = CreateCudaBackendOn(std::move(device), {});
+  BackendOptions bo;
+  bo.max_context = 4096;
+  bo.max_step_tokens = 16;
+  const absl::Status st = backend->Load(graph, weights, bo);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted);
+  const std::string msg(st.message());
+  EXPECT_NE(msg.find("does not fit"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("KV cache"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("-c 10"), std::string::npos) << msg;  // a context of ~1024 fits
+  EXPECT_EQ(raw->launches(), 0);
+  auto fits = backend->DefaultContext(graph, bo);
+  ASSERT_TRUE(fits.ok());
+  EXPECT_GE(*fits, 1024);
+  EXPECT_LT(*fits, 4096);
+  bo.max_context = *fits;
+  EXPECT_TRUE(backend->Load(graph, weights, bo).ok());
+}
+
+}  // namespace
+}  // namespace jllm::cuda::emu

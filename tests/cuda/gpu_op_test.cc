@@ -1,0 +1,36 @@
+// The op table (tests/backends/op_table.h) and the device sampler on the GPU.
+#include <memory>
+
+#include "backends/cuda/exec/cuda_backend.h"
+#include "tests/backends/op_table.h"
+#include "tests/cuda/gpu_test_support.h"
+#include "tests/cuda/sample_kernel_cases.h"
+
+namespace jllm::testing {
+namespace {
+
+class GpuOpTest : public ::testing::TestWithParam<OpCase> {};
+
+TEST_P(GpuOpTest, MatchesDoubleReference) {
+  JLLM_SKIP_WITHOUT_GPU();
+  BackendOpRunner runner("cuda", [](const TestModel&) -> absl::StatusOr<std::unique_ptr<Backend>> {
+    auto device = cuda::CudartDevice::Open(0, cuda::CubinCache::FromEnvironment());
+    if (!device.ok()) return device.status();
+    return cuda::CreateCudaBackendOn(*std::move(device), {});
+  });
+  CheckOpCase(GetParam(), runner);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllOps, GpuOpTest, ::testing::ValuesIn(AllOpCases()),
+                         [](const ::testing::TestParamInfo<OpCase>& info) { return OpCaseName(info.param); });
+
+TEST(GpuSampleKernel, MatchesTheReference) {
+  JLLM_SKIP_WITHOUT_GPU();
+  auto dev = cuda::testing::OpenDevice();
+  ASSERT_NE(dev, nullptr);
+  cuda::testing::CheckDeviceSamplerMatchesReference(*dev, 1000, 40);
+  cuda::testing::CheckDeviceSamplerMatchesReference(*dev, 151936, 20);
+}
+
+}  // namespace
+}  // namespace jllm::testing
