@@ -5,6 +5,11 @@ find_package(GTest REQUIRED)
 find_package(nlohmann_json REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(Threads REQUIRED)
+# jllm-server: cpp-httplib (Debian builds it as a shared library and describes it with
+# pkg-config, compile definitions included) and prometheus-cpp's core for /metrics.
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(CPP_HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
+find_package(prometheus-cpp REQUIRED CONFIG)
 
 # PCRE2 (8-bit, with JIT) and utf8proc ship no CMake config: find them directly.
 if(JLLM_STATIC_DEPS)

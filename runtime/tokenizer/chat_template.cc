@@ -1,6 +1,7 @@
 #include "runtime/tokenizer/chat_template.h"
 
 #include "absl/strings/str_cat.h"
+#include "runtime/tokenizer/template_json.h"
 
 namespace jllm::runtime {
 namespace {
@@ -30,6 +31,26 @@ bool IsToolResponse(std::string_view content) {
   return content.starts_with("<tool_response>") && content.ends_with("</tool_response>");
 }
 
+// The template's words around the tool declarations, verbatim.
+constexpr std::string_view kToolsIntro =
+    "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+    "You are provided with function signatures within <tools></tools> XML tags:\n<tools>";
+constexpr std::string_view kToolsOutro =
+    "\n</tools>\n\nFor each function call, return a json object with function name and "
+    "arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": "
+    "<function-name>, \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n";
+
+void AppendToolCalls(const ChatMessage& m, std::string_view content, std::string* out) {
+  for (size_t k = 0; k < m.tool_calls.size(); ++k) {
+    const ChatToolCall& call = m.tool_calls[k];
+    if (k > 0 || !content.empty()) *out += '\n';
+    absl::StrAppend(out, "<tool_call>\n{\"name\": \"", call.name, "\", \"arguments\": ",
+                    call.arguments.is_string() ? call.arguments.get<std::string>()
+                                               : TemplateJson(call.arguments),
+                    "}\n</tool_call>");
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<ChatTemplate> ChatTemplate::FromGgufTemplate(std::string_view jinja) {
@@ -50,7 +71,15 @@ absl::StatusOr<std::string> ChatTemplate::Render(absl::Span<const ChatMessage> m
   }
 
   std::string out;
-  if (messages[0].role == "system") {
+  if (!options.tools.empty()) {
+    out += "<|im_start|>system\n";
+    if (messages[0].role == "system") absl::StrAppend(&out, messages[0].content, "\n\n");
+    out += kToolsIntro;
+    for (const nlohmann::ordered_json& tool : options.tools) {
+      absl::StrAppend(&out, "\n", TemplateJson(tool));
+    }
+    out += kToolsOutro;
+  } else if (messages[0].role == "system") {
     absl::StrAppend(&out, "<|im_start|>system\n", messages[0].content, "<|im_end|>\n");
   }
   // The last real user query: tool responses sent back as user messages do not count. Assistant
@@ -86,6 +115,7 @@ absl::StatusOr<std::string> ChatTemplate::Render(absl::Span<const ChatMessage> m
         out += "<|im_start|>assistant\n";
         out += content;
       }
+      AppendToolCalls(m, content, &out);
       out += "<|im_end|>\n";
     } else if (m.role == "tool") {
       // Consecutive tool results share one user turn.

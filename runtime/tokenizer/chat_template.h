@@ -1,6 +1,6 @@
 // Qwen3's chat template (ChatML with thinking), rendered in C++: the behaviour of the Jinja
 // template in Qwen3's tokenizer_config.json for system, user, assistant and tool messages,
-// without tool declarations or tool calls. Not a Jinja engine.
+// tool declarations (the template's `tools` branch) and assistant tool calls. Not a Jinja engine.
 #pragma once
 
 #include <optional>
@@ -10,8 +10,17 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "nlohmann/json.hpp"
 
 namespace jllm::runtime {
+
+// A function call the assistant made, rendered as <tool_call>{"name": ..., "arguments": ...}</tool_call>.
+struct ChatToolCall {
+  std::string name;
+  // A JSON string is written as it is (OpenAI clients send the arguments as JSON text);
+  // anything else is written as the template's tojson writes it.
+  nlohmann::ordered_json arguments = nlohmann::ordered_json::object();
+};
 
 struct ChatMessage {
   std::string role;  // "system", "user", "assistant" or "tool"
@@ -19,6 +28,7 @@ struct ChatMessage {
   // An assistant turn's reasoning, when kept apart from `content`; otherwise a
   // "<think>...</think>" block at the start of `content` is taken as the reasoning.
   std::optional<std::string> reasoning_content = std::nullopt;
+  std::vector<ChatToolCall> tool_calls = {};  // assistant turns only
 };
 
 struct ChatOptions {
@@ -26,6 +36,9 @@ struct ChatOptions {
   // When false, the generation prompt gets an empty think block, which tells Qwen3 to answer
   // without thinking.
   bool enable_thinking = true;
+  // Tool declarations (OpenAI's {"type": "function", "function": {...}} objects), listed in the
+  // system turn as the template does; none: no tools section.
+  std::vector<nlohmann::ordered_json> tools = {};
 };
 
 class ChatTemplate {
