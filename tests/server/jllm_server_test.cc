@@ -147,6 +147,38 @@ TEST_F(JllmServerTest, ABadPlanIsReportedAndExitsNonZero) {
 }
 
 // SIGTERM while a stream runs: the stream ends with an error event, the process exits 0.
+// Command-line values out of range are refused before the server listens, naming the flag and
+// the range (tools/support/flag_checks.h, as for every tool).
+TEST_F(JllmServerTest, FlagsOutsideTheirRangeNameTheFlagAndTheRange) {
+  const std::string plan = TinyPlan();
+  const struct {
+    std::vector<std::string> args;
+    std::string message;
+  } cases[] = {
+      {{"--port", "70000"}, "--port: 70000 is out of range: give an integer in [0, 65535]"},
+      {{"-c", "-1"}, "--ctx-size: -1 is out of range"},
+      {{"-t", "-1"}, "--threads: -1 is out of range"},
+      {{"-n", "-3"}, "--n-predict: -3 is out of range"},
+      {{"--temp", "nan"}, "--temp: 'nan' is not a finite number"},
+      {{"--top-p", "0"}, "--top-p: 0 is out of range: give a number in (0, 1]"},
+      {{"--top-k", "-5"}, "--top-k: -5 is out of range"},
+      {{"--repeat-penalty", "0"}, "--repeat-penalty: 0 is out of range"},
+      {{"--seed", "-2"}, "--seed: -2 is out of range: give an integer >= -1"},
+      {{"--host", ""}, "--host: must not be empty"},
+      {{"--timeout", "0"}, "--timeout: 0 is out of range"},
+      {{"--max-body-bytes", "0"}, "--max-body-bytes: 0 is out of range"},
+  };
+  ::jllm::testing::ToolRunOptions quick;
+  quick.timeout_seconds = 30;  // a value accepted by mistake would start a server: a hang
+  for (const auto& c : cases) {
+    std::vector<std::string> args = {plan, "--port", "0"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    const ToolRun r = RunTool(JLLM_SERVER_PATH, args, quick);
+    EXPECT_TRUE(r.failed_cleanly()) << c.args[0] << ": " << r.Describe();
+    EXPECT_THAT(r.err, HasSubstr(c.message)) << c.args[0];
+  }
+}
+
 TEST_F(JllmServerTest, SigtermDuringAStreamExitsCleanly) {
   auto server = Start({TinyPlan(), "--port", "0", "--alias", "tiny"});
   RawConnection conn(server->Port());
