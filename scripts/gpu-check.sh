@@ -146,9 +146,9 @@ profile() {
 step profile 300 profile
 ab() {  # A/B of the decode switches on 4b (docs/PERF.md): tuning overrides at lowering, PDL at run
   local v name env
-  for v in "default:" "pdl-off:JLLM_PDL=0" "depth4:JLLM_GEMV_DEPTH=4" "r1-minb3:JLLM_GEMV_R=1 JLLM_GEMV_MINB=3" \
-           "x8:JLLM_GEMV_X8=1" "x8-minb3:JLLM_GEMV_X8=1 JLLM_GEMV_MINB=3" "x8-depth4:JLLM_GEMV_X8=1 JLLM_GEMV_DEPTH=4" \
-           "x8-r1-minb3:JLLM_GEMV_X8=1 JLLM_GEMV_R=1 JLLM_GEMV_MINB=3" "x8-nw16:JLLM_GEMV_X8=1 JLLM_GEMV_NW=16 JLLM_GEMV_MINB=1"; do
+  for v in "default:" "pdl-off:JLLM_PDL=0" "r2-minb2:JLLM_GEMV_R=2 JLLM_GEMV_MINB=2" \
+           "depth4-minb1:JLLM_GEMV_DEPTH=4 JLLM_GEMV_MINB=1" "x8:JLLM_GEMV_X8=1" \
+           "x8-r2-minb2:JLLM_GEMV_X8=1 JLLM_GEMV_R=2 JLLM_GEMV_MINB=2"; do
     name=${v%%:*} env=${v#*:}
     echo "--- $name ($env)"
     env $env "$bin/jllm-compile" "$work/models/4b.gguf" -o "$work/models/ab.plan" > /dev/null 2>&1 || return 1
