@@ -10,7 +10,8 @@
 // each warp, for its query heads, scores the 32 positions (lane j: position j), keeps an online
 // softmax (max, sum) and accumulates its heads' D dimensions of V. The CTA writes (acc, max, sum)
 // per head; the last CTA of the kv head (a ticket counter) merges the active splits in a fixed
-// order, in two rounds of loads: every (max, sum), then every acc.
+// order, in two rounds of loads: every (max, sum), then every acc. A single active split (up to
+// MINCHUNK positions) writes the output itself.
 //
 // Constants (-D): JLLM_D, JLLM_H, JLLM_HK, JLLM_KV, JLLM_NSPLIT, JLLM_MINCHUNK, JLLM_NW.
 #include "kernel_args.h"
@@ -144,6 +145,20 @@ JLLM_KERNEL(attention_decode, jllm::cuda::AttentionArgs, kThreads, 1) {
         for (int i = 0; i < kPer; ++i) acc[k][i] = fmaf(w, vs[j][lane + 32 * i], acc[k][i]);
       }
     }
+  }
+
+  // One split (a short context): it is the result; no partials, no ticket, no merge.
+  if (active == 1) {
+    if (split != 0) return;
+#pragma unroll
+    for (int k = 0; k < kHeadsPerWarp; ++k) {
+      const int g = warp + kNw * k;
+      if (g >= kG) break;
+      const float inv = 1.0f / l[k];
+#pragma unroll
+      for (int i = 0; i < kPer; ++i) args.out[(hk * kG + g) * kD + lane + 32 * i] = acc[k][i] * inv;
+    }
+    return;
   }
 
   // This split's partial per head; splits past `active` have no positions and write nothing.

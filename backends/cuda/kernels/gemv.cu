@@ -194,8 +194,9 @@ __device__ __forceinline__ void StageX(const jllm::cuda::GemvArgs& args, int s_l
 
 // y (or the partial sums) of rows row0.. of member-group kM, split `split`.
 template <int kM>
+// `residual` is residual[row0 + lane] for lanes < R (RESIDUAL), loaded when the item began.
 __device__ __forceinline__ void Finish(const jllm::cuda::GemvArgs& args, int split, int rg, int row0,
-                                       const float (&acc)[kMembersPerItem][kR]) {
+                                       const float (&acc)[kMembersPerItem][kR], float residual) {
   constexpr int kN = kRows[kM];
   const int lane = threadIdx.x & 31;
   float sums[kMembersPerItem][kR];
@@ -209,7 +210,7 @@ __device__ __forceinline__ void Finish(const jllm::cuda::GemvArgs& args, int spl
       const float g = v[0];
       args.y[0][row] = g / (1.0f + expf(-g)) * v[1];
     } else if constexpr (kResidual) {
-      args.y[kM][row] = v[0] + args.residual[row];
+      args.y[kM][row] = v[0] + residual;
     } else {
       args.y[kM][row] = v[0];
     }
@@ -319,6 +320,7 @@ __device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int sp
 #pragma unroll
     for (int r = 0; r < kR; ++r) acc[j][r] = 0.f;
   }
+  float residual = 0.f;
 #pragma unroll 1
   for (int t0 = 0; t0 < n_steps; t0 += kDepth) {
 #pragma unroll
@@ -329,6 +331,10 @@ __device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int sp
         const int rg = j0 + kNw * item - seg0;
         const int row0 = rg * kR;
         const int ul = lane + 32 * s;
+        if constexpr (kResidual) {
+          // Loaded with the item's first step, used at its end: no round trip in the epilogue.
+          if (s == 0 && lane < kR && row0 + lane < kN) residual = args.residual[row0 + lane];
+        }
         if (ul < n_units) {
           const int u = u0 + ul;
           if constexpr (UsesX8<kM>()) {
@@ -364,7 +370,7 @@ __device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int sp
         }
         load(t + kDepth, f[b]);  // the ring slot is free: refill it
         if (s == kSteps - 1) {
-          Finish<kM>(args, split, rg, row0, acc);
+          Finish<kM>(args, split, rg, row0, acc, residual);
 #pragma unroll
           for (int j = 0; j < kMembersPerItem; ++j) {
 #pragma unroll
