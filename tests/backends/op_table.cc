@@ -19,6 +19,12 @@
 // 128·Σx). The offset term is ~128/7.5 ≈ 17x the dot product it is removed from, so its
 // rounding is ~17x the relative error, ~300x the NMSE: 2e-11 measured against 2e-13 for a plain
 // f32 dot. K-quant matmuls therefore allow 1e-10 (a wrong scale bit costs ~1e-2).
+// The CUDA decode GEMV may read x quantized to int8 (dp4a) for the K-quants and q8_0: runs of
+// 16 elements with d = max|x| / 127, each element off by at most d/2, uniformly: a variance of
+// d²/12. For the tables' x ~ N(0, 1), max|x| over 16 is ~1.8, so d²/12 ≈ 1.7e-5 against
+// E[x²] = 1: an NMSE of ~2e-5 in x, which a product with independent random weights carries
+// into y unchanged (SwiGLU multiplies two such products: ~4e-5; measured 1.3e-5..4.6e-5). Those
+// one-token cases allow 1e-4 there (still 100x under a wrong scale bit).
 #include <cmath>
 #include <functional>
 #include <string>
@@ -41,8 +47,10 @@ constexpr double kCopyNmse = 1e-14;
 constexpr double kRowNmse = 1e-13;
 constexpr double kMatMulNmse = 1e-11;
 constexpr double kKQuantMatMulNmse = 1e-10;
+constexpr double kX8MatMulNmse = 1e-4;
 
 bool IsKQuant(GgmlType t) { return t == GgmlType::kQ4_K || t == GgmlType::kQ5_K || t == GgmlType::kQ6_K; }
+bool HasInt8Dot(GgmlType t) { return IsKQuant(t) || t == GgmlType::kQ8_0; }
 constexpr double kAttentionNmse = 1e-11;
 constexpr double kInt8AttentionNmse = 1e-7;
 constexpr double kExactNmse = 0.0;
@@ -200,6 +208,7 @@ void MatMulCases(std::vector<OpCase>& cases) {
       }
       return Comparison{run.Out(y), want};
     }});
+    if (HasInt8Dot(p.type) && (p.s.t == 1 || p.logits)) cases.back().max_nmse_x8 = kX8MatMulNmse;
   }
 }
 
@@ -263,6 +272,9 @@ void MatMulGroupCases(std::vector<OpCase>& cases) {
       for (ir::ValueId v : outs) Append(c.got, run.Out(v));
       return c;
     }});
+    bool int8_dot = false;
+    for (const Member& m : p.members) int8_dot = int8_dot || HasInt8Dot(m.type);
+    if (int8_dot && p.t == 1) cases.back().max_nmse_x8 = kX8MatMulNmse;
   }
 }
 
@@ -487,7 +499,8 @@ void CheckOpCase(const OpCase& c, OpRunner& runner) {
                                            << " is " << cmp.got[i];
   }
   const double nmse = cpu_ref::testing::Nmse(cmp.got, cmp.want);
-  EXPECT_LE(nmse, c.max_nmse) << c.name << " on " << runner.name();
+  const double bound = runner.Int8DecodeActivations() && c.max_nmse_x8 > 0 ? c.max_nmse_x8 : c.max_nmse;
+  EXPECT_LE(nmse, bound) << c.name << " on " << runner.name();
 }
 
 absl::Status BackendOpRunner::Load(const TestModel& model, int64_t max_context) {

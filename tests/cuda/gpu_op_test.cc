@@ -2,6 +2,7 @@
 #include <memory>
 
 #include "backends/cuda/exec/cuda_backend.h"
+#include "backends/cuda/lowering/lowering.h"
 #include "tests/backends/op_table.h"
 #include "tests/cuda/gpu_test_support.h"
 #include "tests/cuda/sample_kernel_cases.h"
@@ -17,7 +18,7 @@ TEST_P(GpuOpTest, MatchesDoubleReference) {
     auto device = cuda::CudartDevice::Open(0, cuda::CubinCache::FromEnvironment());
     if (!device.ok()) return device.status();
     return cuda::CreateCudaBackendOn(*std::move(device), {});
-  });
+  }, cuda::GemvInt8Activations());
   CheckOpCase(GetParam(), runner);
 }
 

@@ -2,6 +2,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
+#include <string_view>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -28,6 +30,8 @@ absl::StatusOr<std::unique_ptr<CudartDevice>> CudartDevice::Open(int ordinal, Cu
     return absl::FailedPreconditionError(absl::StrCat(
         prop.name, " is ", d->props_.arch, "; jllm's kernels need sm_80 or newer"));
   }
+  const char* pdl = std::getenv("JLLM_PDL");
+  d->props_.pdl = prop.major >= 9 && !(pdl != nullptr && std::string_view(pdl) == "0");
   JLLM_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&d->stream_, cudaStreamNonBlocking), "creating a stream");
   JLLM_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&d->sync_event_, cudaEventDisableTiming),
                             "creating an event");
@@ -148,9 +152,17 @@ absl::Status CudartDevice::Launch(KernelHandle k, Dim3 grid, Dim3 block, size_t 
                                   const void* args, size_t /*args_bytes*/) {
   void* params[] = {const_cast<void*>(args)};
   const Kernel& kernel = kernels_[k];
-  JLLM_CUDA_RETURN_IF_ERROR(cudaLaunchKernel(reinterpret_cast<const void*>(kernel.kernel),
-                                             dim3(grid.x, grid.y, grid.z), dim3(block.x, block.y, block.z),
-                                             params, dynamic_smem, stream_),
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(grid.x, grid.y, grid.z);
+  config.blockDim = dim3(block.x, block.y, block.z);
+  config.dynamicSmemBytes = dynamic_smem;
+  config.stream = stream_;
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = &attribute;
+  config.numAttrs = props_.pdl ? 1 : 0;
+  JLLM_CUDA_RETURN_IF_ERROR(cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(kernel.kernel), params),
                             absl::StrCat("launching ", kernel.label));
   return CudaStatus(cudaGetLastError(), absl::StrCat("after launching ", kernel.label));
 }

@@ -70,7 +70,7 @@ class CudaBackend : public Backend {
 
   std::string Describe() const override {
     const DeviceProperties& p = device_->properties();
-    std::string out = absl::StrFormat("%s (%s, %d SMs)", p.name, p.arch, p.sm_count);
+    std::string out = absl::StrFormat("%s (%s, %d SMs%s)", p.name, p.arch, p.sm_count, p.pdl ? ", PDL" : "");
     if (runner_) absl::StrAppend(&out, "; ", runner_->plan().Summary());
     return out;
   }

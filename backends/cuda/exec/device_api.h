@@ -32,6 +32,9 @@ struct DeviceProperties {
   int64_t total_bytes = 0;
   int64_t shared_per_block_optin = 0;  // the most dynamic shared memory one block may request
   int64_t l2_bytes = 0;
+  // Kernels launch with programmatic dependent launch (sm_90 and newer unless JLLM_PDL=0): each
+  // may start while its predecessor finishes (kernels/jllm_common.cuh, JLLM_GRID_WAIT).
+  bool pdl = false;
 };
 
 using KernelHandle = int;  // index into the device's loaded kernels

@@ -2,15 +2,18 @@
 // positions the layer's cache holds (S = pos + 1: causal), for the G = H/Hkv query heads that
 // share a kv head — each K and V row is read once for all of them.
 //
-// Split over the sequence (flash-decoding): CTA (kv head, split) takes a contiguous chunk of
-// positions and walks it in tiles of 32: the whole CTA stages the tile's K and V rows in shared
-// memory (every load of the tile issued at once: one round trip), then each warp, for its query
-// heads, scores the 32 positions (lane j: position j), keeps an online softmax (max, sum) and
-// accumulates its heads' D dimensions of V. The CTA writes (acc, max, sum) per head; the last
-// CTA of the kv head (a ticket counter) merges the splits. NSPLIT is fixed, so the grid does not
-// depend on S and a captured graph replays unchanged; short contexts use only the first splits.
+// Split over the sequence (flash-decoding). The grid (Hkv x NSPLIT) is fixed, so a captured
+// graph replays unchanged; the split of S is not: S is cut into `active` chunks of at least
+// MINCHUNK positions (short contexts use few splits, so the merge stays cheap; long ones all).
+// CTA (kv head, split) walks its chunk in tiles of 32 positions: the loads of the next tile are
+// in flight (in registers) while the current one, staged in shared memory as f32, is used —
+// each warp, for its query heads, scores the 32 positions (lane j: position j), keeps an online
+// softmax (max, sum) and accumulates its heads' D dimensions of V. The CTA writes (acc, max, sum)
+// per head; the last CTA of the kv head (a ticket counter) merges the active splits in a fixed
+// order, in two rounds of loads: every (max, sum), then every acc. A single active split (up to
+// MINCHUNK positions) writes the output itself.
 //
-// Constants (-D): JLLM_D, JLLM_H, JLLM_HK, JLLM_KV, JLLM_NSPLIT, JLLM_NW.
+// Constants (-D): JLLM_D, JLLM_H, JLLM_HK, JLLM_KV, JLLM_NSPLIT, JLLM_MINCHUNK, JLLM_NW.
 #include "kernel_args.h"
 #include "kv_cache.cuh"
 #include "launch_geometry.h"
@@ -25,6 +28,7 @@ constexpr int kHk = JLLM_HK;
 constexpr int kG = kH / kHk;
 constexpr int kKv = JLLM_KV;
 constexpr int kSplits = JLLM_NSPLIT;
+constexpr int kMinChunk = JLLM_MINCHUNK;
 constexpr int kNw = JLLM_NW;
 constexpr int kThreads = 32 * kNw;
 constexpr int kPer = kD / 32;
@@ -33,10 +37,15 @@ constexpr int kTile = jllm::cuda::geometry::kAttnKeyTile;
 constexpr int kPitch = kD + 1;
 constexpr int kPartial = jllm::cuda::geometry::AttentionPartialFloats(kD);
 constexpr int kChunks = kTile * (kD / 8);  // 8-element pieces of a K (or V) tile
+constexpr int kLoads = (kChunks + kThreads - 1) / kThreads;  // pieces per thread
+constexpr int kPairs = (kG * kD + kThreads - 1) / kThreads;  // merge: (head, d) per thread
+constexpr int kMergeBatch = 8;  // splits whose acc loads a merging thread issues together
 
 static_assert(kH % kHk == 0, "GQA: H a multiple of Hkv");
 static_assert(kD % 32 == 0, "head_dim a multiple of 32");
 static_assert(kTile == 32, "one position per lane");
+static_assert(kMinChunk >= 1, "MINCHUNK >= 1");
+static_assert(kG <= kTile && kSplits <= kPitch, "the merge keeps split sums in ks");
 
 }  // namespace
 
@@ -44,15 +53,35 @@ JLLM_KERNEL(attention_decode, jllm::cuda::AttentionArgs, kThreads, 1) {
   __shared__ float qs[kG][kD];
   __shared__ float ks[kTile][kPitch];
   __shared__ float vs[kTile][kPitch];
+  __shared__ float weight[kG][kSplits];  // merge: exp(max_split - max) per (head, split)
+  __shared__ float inv_sum[kG];
   __shared__ unsigned ticket;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int hk = blockIdx.x, split = blockIdx.y;
+
+  JLLM_GRID_WAIT();  // pos, q and this step's cache row come from the kernels before
+  JLLM_LAUNCH_DEPENDENTS();
   const int n_pos = args.pos[0] + 1;
-  // At least one tile a split: a short context uses the first splits only.
-  const int chunk = max(kTile, (n_pos + kSplits - 1) / kSplits);
+  const int chunk = max(kMinChunk, (n_pos + kSplits - 1) / kSplits);
+  const int active = (n_pos + chunk - 1) / chunk;  // <= kSplits
   const int p_begin = split * chunk;
   const int p_end = min(n_pos, p_begin + chunk);
 
+  KvRaw8<kKv> rk[kLoads], rv[kLoads];
+  auto issue = [&](int base) {
+#pragma unroll
+    for (int i = 0; i < kLoads; ++i) {
+      const int c = threadIdx.x + kThreads * i;
+      const int p = base + c / (kD / 8), d0 = 8 * (c % (kD / 8));
+      if (c < kChunks && p < p_end) {
+        rk[i] = KvLoadRaw8<kKv>(KvRow<kKv, kD>(args.k_cache, args.max_ctx, hk, p), d0,
+                                KvScalePtr<kKv>(args.k_scales, args.max_ctx, hk, p));
+        rv[i] = KvLoadRaw8<kKv>(KvRow<kKv, kD>(args.v_cache, args.max_ctx, hk, p), d0,
+                                KvScalePtr<kKv>(args.v_scales, args.max_ctx, hk, p));
+      }
+    }
+  };
+  if (p_begin < p_end) issue(p_begin);
   for (int i = threadIdx.x; i < kG * kD; i += kThreads) qs[i / kD][i % kD] = args.q[hk * kG * kD + i];
 
   float m[kHeadsPerWarp], l[kHeadsPerWarp], acc[kHeadsPerWarp][kPer];
@@ -66,15 +95,15 @@ JLLM_KERNEL(attention_decode, jllm::cuda::AttentionArgs, kThreads, 1) {
 
   for (int base = p_begin; base < p_end; base += kTile) {
     __syncthreads();  // the previous tile is consumed (and qs is written, the first time)
-    for (int c = threadIdx.x; c < kChunks; c += kThreads) {
+#pragma unroll
+    for (int i = 0; i < kLoads; ++i) {
+      const int c = threadIdx.x + kThreads * i;
+      if (c >= kChunks) continue;
       const int j = c / (kD / 8), d0 = 8 * (c % (kD / 8));
-      const int p = base + j;
       float kv[8], vv[8];
-      if (p < p_end) {
-        KvLoad8<kKv>(KvRow<kKv, kD>(args.k_cache, args.max_ctx, hk, p), d0,
-                     KvScale<kKv>(args.k_scales, args.max_ctx, hk, p), kv);
-        KvLoad8<kKv>(KvRow<kKv, kD>(args.v_cache, args.max_ctx, hk, p), d0,
-                     KvScale<kKv>(args.v_scales, args.max_ctx, hk, p), vv);
+      if (base + j < p_end) {
+        KvRawToF32<kKv>(rk[i], kv);
+        KvRawToF32<kKv>(rv[i], vv);
       } else {
 #pragma unroll
         for (int e = 0; e < 8; ++e) kv[e] = vv[e] = 0.f;
@@ -86,15 +115,19 @@ JLLM_KERNEL(attention_decode, jllm::cuda::AttentionArgs, kThreads, 1) {
       }
     }
     __syncthreads();
+    if (base + kTile < p_end) issue(base + kTile);  // in flight while this tile is used
     const bool valid = base + lane < p_end;
-    const int n_valid = min(kTile, p_end - base);
 #pragma unroll
     for (int k = 0; k < kHeadsPerWarp; ++k) {
       const int g = warp + kNw * k;
       if (g >= kG) break;  // warp-uniform
-      float s = 0.f;
+      float s4[4] = {0.f, 0.f, 0.f, 0.f};  // four independent FMA chains, not one of length D
 #pragma unroll 8
-      for (int d = 0; d < kD; ++d) s = fmaf(qs[g][d], ks[lane][d], s);
+      for (int d = 0; d < kD; d += 4) {
+#pragma unroll
+        for (int c = 0; c < 4; ++c) s4[c] = fmaf(qs[g][d + c], ks[lane][d + c], s4[c]);
+      }
+      const float s = (s4[0] + s4[1]) + (s4[2] + s4[3]);
       const float sg = valid ? s * args.scale : JLLM_NEG_INF;
       const float m_new = fmaxf(m[k], jllm_warp_max(sg));
       const float corr = m[k] == JLLM_NEG_INF ? 0.f : expf(m[k] - m_new);
@@ -103,7 +136,10 @@ JLLM_KERNEL(attention_decode, jllm::cuda::AttentionArgs, kThreads, 1) {
 #pragma unroll
       for (int i = 0; i < kPer; ++i) acc[k][i] *= corr;
       m[k] = m_new;
-      for (int j = 0; j < n_valid; ++j) {
+      // All 32 positions, unrolled (so the shuffles run ahead): invalid ones have weight 0
+      // and zeroed V rows, adding exactly nothing.
+#pragma unroll
+      for (int j = 0; j < kTile; ++j) {
         const float w = __shfl_sync(0xffffffffu, pj, j);
 #pragma unroll
         for (int i = 0; i < kPer; ++i) acc[k][i] = fmaf(w, vs[j][lane + 32 * i], acc[k][i]);
@@ -111,49 +147,94 @@ JLLM_KERNEL(attention_decode, jllm::cuda::AttentionArgs, kThreads, 1) {
     }
   }
 
-  // This split's partial per head (an empty split writes max -inf, sum 0: it adds nothing).
+  // One split (a short context): it is the result; no partials, no ticket, no merge.
+  if (active == 1) {
+    if (split != 0) return;
 #pragma unroll
-  for (int k = 0; k < kHeadsPerWarp; ++k) {
-    const int g = warp + kNw * k;
-    if (g >= kG) break;
-    float* part = args.partials + (static_cast<long long>(hk * kG + g) * kSplits + split) * kPartial;
+    for (int k = 0; k < kHeadsPerWarp; ++k) {
+      const int g = warp + kNw * k;
+      if (g >= kG) break;
+      const float inv = 1.0f / l[k];
 #pragma unroll
-    for (int i = 0; i < kPer; ++i) part[lane + 32 * i] = acc[k][i];
-    if (lane == 0) {
-      part[kD] = m[k];
-      part[kD + 1] = l[k];
+      for (int i = 0; i < kPer; ++i) args.out[(hk * kG + g) * kD + lane + 32 * i] = acc[k][i] * inv;
+    }
+    return;
+  }
+
+  // This split's partial per head; splits past `active` have no positions and write nothing.
+  if (split < active) {
+#pragma unroll
+    for (int k = 0; k < kHeadsPerWarp; ++k) {
+      const int g = warp + kNw * k;
+      if (g >= kG) break;
+      float* part = args.partials + (static_cast<long long>(hk * kG + g) * kSplits + split) * kPartial;
+#pragma unroll
+      for (int i = 0; i < kPer; ++i) part[lane + 32 * i] = acc[k][i];
+      if (lane == 0) {
+        part[kD] = m[k];
+        part[kD + 1] = l[k];
+      }
     }
   }
 
-  // The last CTA of this kv head merges the splits that had positions.
+  // The last CTA of this kv head merges the active splits.
   __threadfence();
   __syncthreads();
   if (threadIdx.x == 0) ticket = atomicAdd(&args.counters[hk], 1u);
   __syncthreads();
   if (ticket != kSplits - 1) return;
   __threadfence();
-  const int active = min(kSplits, (n_pos + chunk - 1) / chunk);
-  for (int i = threadIdx.x; i < kG * kD; i += kThreads) {
-    const int g = i / kD, d = i % kD;
-    const float* row0 = args.partials + static_cast<long long>(hk * kG + g) * kSplits * kPartial;
-    // Independent loads, issued together: one round trip, not one per split.
-    float ms[kSplits];
-#pragma unroll
-    for (int sp = 0; sp < kSplits; ++sp) {
-      ms[sp] = sp < active ? jllm_load_l2_f32(row0 + sp * kPartial + kD) : JLLM_NEG_INF;
-    }
+  const float* parts = args.partials + static_cast<long long>(hk * kG) * kSplits * kPartial;
+  // Round 1: every split's max into `weight`, its sum into `ks` (free now).
+  for (int i = threadIdx.x; i < kG * active; i += kThreads) {
+    const int g = i / active, sp = i % active;
+    weight[g][sp] = jllm_load_l2_f32(parts + (g * kSplits + sp) * kPartial + kD);
+    ks[g][sp] = jllm_load_l2_f32(parts + (g * kSplits + sp) * kPartial + kD + 1);
+  }
+  __syncthreads();
+  if (threadIdx.x < kG) {
+    const int g = threadIdx.x;
     float mx = JLLM_NEG_INF;
-#pragma unroll
-    for (int sp = 0; sp < kSplits; ++sp) mx = fmaxf(mx, ms[sp]);
-    float a = 0.f, sum = 0.f;
-#pragma unroll
-    for (int sp = 0; sp < kSplits; ++sp) {
-      if (sp >= active || ms[sp] == JLLM_NEG_INF) continue;
-      const float f = expf(ms[sp] - mx);
-      a = fmaf(jllm_load_l2_f32(row0 + sp * kPartial + d), f, a);
-      sum = fmaf(jllm_load_l2_f32(row0 + sp * kPartial + kD + 1), f, sum);
+    for (int sp = 0; sp < active; ++sp) mx = fmaxf(mx, weight[g][sp]);
+    float sum = 0.f;
+    for (int sp = 0; sp < active; ++sp) {
+      const float f = weight[g][sp] == JLLM_NEG_INF ? 0.f : expf(weight[g][sp] - mx);
+      weight[g][sp] = f;
+      sum = fmaf(ks[g][sp], f, sum);
     }
-    args.out[(hk * kG + g) * kD + d] = a / sum;
+    inv_sum[g] = 1.0f / sum;
+  }
+  __syncthreads();
+  // Round 2: thread (head, d) pairs; kMergeBatch splits of every pair in flight together.
+  float a[kPairs];
+#pragma unroll
+  for (int k = 0; k < kPairs; ++k) a[k] = 0.f;
+  for (int sp0 = 0; sp0 < active; sp0 += kMergeBatch) {
+    float v[kPairs][kMergeBatch];
+#pragma unroll
+    for (int k = 0; k < kPairs; ++k) {
+      const int i = threadIdx.x + kThreads * k, g = i / kD, d = i % kD;
+#pragma unroll
+      for (int b = 0; b < kMergeBatch; ++b) {
+        v[k][b] = (i < kG * kD && sp0 + b < active)
+                      ? jllm_load_l2_f32(parts + (g * kSplits + sp0 + b) * kPartial + d)
+                      : 0.f;
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < kPairs; ++k) {
+      const int i = threadIdx.x + kThreads * k, g = i / kD;
+      if (i >= kG * kD) continue;
+#pragma unroll
+      for (int b = 0; b < kMergeBatch; ++b) {
+        if (sp0 + b < active) a[k] = fmaf(v[k][b], weight[g][sp0 + b], a[k]);
+      }
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < kPairs; ++k) {
+    const int i = threadIdx.x + kThreads * k, g = i / kD, d = i % kD;
+    if (i < kG * kD) args.out[(hk * kG + g) * kD + d] = a[k] * inv_sum[g];
   }
   if (threadIdx.x == 0) args.counters[hk] = 0;
 }

@@ -36,6 +36,8 @@ static_assert(kTile == 32, "one position per lane");
 }  // namespace
 
 JLLM_KERNEL(attention_prefill, jllm::cuda::AttentionArgs, 32 * kNw, 1) {
+  JLLM_GRID_WAIT();  // everything it reads comes from the kernels before
+  JLLM_LAUNCH_DEPENDENTS();
   JLLM_DYNAMIC_SMEM(float, smem);
   float* qs = smem;                    // [kRows][kD]
   float* ks = qs + kRows * kD;         // [kTile][kPitch]
@@ -76,9 +78,9 @@ JLLM_KERNEL(attention_prefill, jllm::cuda::AttentionArgs, 32 * kNw, 1) {
       float kv[8], vv[8];
       if (p <= max_pos) {
         KvLoad8<kKv>(KvRow<kKv, kD>(args.k_cache, args.max_ctx, hk, p), d0,
-                     KvScale<kKv>(args.k_scales, args.max_ctx, hk, p), kv);
+                     KvScalePtr<kKv>(args.k_scales, args.max_ctx, hk, p), kv);
         KvLoad8<kKv>(KvRow<kKv, kD>(args.v_cache, args.max_ctx, hk, p), d0,
-                     KvScale<kKv>(args.v_scales, args.max_ctx, hk, p), vv);
+                     KvScalePtr<kKv>(args.v_scales, args.max_ctx, hk, p), vv);
       } else {
 #pragma unroll
         for (int e = 0; e < 8; ++e) kv[e] = vv[e] = 0.f;

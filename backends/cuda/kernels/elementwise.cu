@@ -6,6 +6,8 @@
 #include "jllm_common.cuh"
 
 JLLM_KERNEL(elementwise, jllm::cuda::ElementwiseArgs, 256, 1) {
+  JLLM_GRID_WAIT();  // everything it reads comes from the kernels before
+  JLLM_LAUNCH_DEPENDENTS();
   const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
   for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < args.n; i += stride) {
 #if JLLM_OP == 0

@@ -20,6 +20,8 @@ static_assert(kE % 8 == 0, "rows are dequantized 8 elements at a time");
 }  // namespace
 
 JLLM_KERNEL(embed, jllm::cuda::EmbedArgs, 256, 1) {
+  JLLM_GRID_WAIT();  // everything it reads comes from the kernels before
+  JLLM_LAUNCH_DEPENDENTS();
   const int t = blockIdx.x;
   const int token = args.tokens[t];
   float* y = args.y + static_cast<long long>(t) * kE;

@@ -41,6 +41,8 @@ static_assert((kBn * kBk / 4) % kThreads == 0, "x tile float4 per thread");
 }  // namespace
 
 JLLM_KERNEL(gemm, jllm::cuda::GemmArgs, kThreads, 1) {
+  JLLM_GRID_WAIT();  // everything it reads comes from the kernels before
+  JLLM_LAUNCH_DEPENDENTS();
   JLLM_DYNAMIC_SMEM(float, smem);
   float* ws = smem;                 // [kBk][kWs]
   float* xs = smem + kBk * kWs;     // [kBk][kXs]

@@ -8,7 +8,7 @@
 // as cpu_ref's RopeAngles builds them (θ stepped by the host-computed base^(-2/n_rot) in f32).
 //
 // Constants (-D): JLLM_D, JLLM_NROT, JLLM_HQ, JLLM_HK, JLLM_QNORM, JLLM_QROPE, JLLM_KNORM,
-// JLLM_KROPE, JLLM_KV (cache element type).
+// JLLM_KROPE, JLLM_KV (cache element type), JLLM_NW (warps, heads, per CTA).
 #include "kernel_args.h"
 #include "kv_cache.cuh"
 
@@ -23,14 +23,15 @@ constexpr int kHk = JLLM_HK;
 constexpr bool kQNorm = JLLM_QNORM, kQRope = JLLM_QROPE;
 constexpr bool kKNorm = JLLM_KNORM, kKRope = JLLM_KROPE;
 constexpr int kKv = JLLM_KV;
-constexpr int kWarps = 4;
+constexpr int kWarps = JLLM_NW;
 constexpr int kPer = kD / 32;  // elements per lane
 
 static_assert(kD % 32 == 0 && kD <= 512, "head_dim a multiple of 32");
 static_assert(kRot % 2 == 0 && kRot <= kD, "n_rot even and <= head_dim");
 
 // x (lane-strided) -> normed and/or rotated, in place; `buf` is this warp's D floats.
-__device__ __forceinline__ void Transform(float (&x)[kPer], bool norm, const float* gamma, bool rope,
+// `gamma` is the lane's kPer gamma values (loaded with x: one round trip, not two).
+__device__ __forceinline__ void Transform(float (&x)[kPer], bool norm, const float (&gamma)[kPer], bool rope,
                                           float eps, int pos, float step, float freq_scale, float* buf) {
   const int lane = threadIdx.x & 31;
   if (norm) {
@@ -39,7 +40,7 @@ __device__ __forceinline__ void Transform(float (&x)[kPer], bool norm, const flo
     for (int i = 0; i < kPer; ++i) s += static_cast<double>(x[i] * x[i]);
     const float scale = jllm_rms_scale(jllm_warp_sum_d(s), kD, eps);
 #pragma unroll
-    for (int i = 0; i < kPer; ++i) x[i] = x[i] * scale * gamma[lane + 32 * i];
+    for (int i = 0; i < kPer; ++i) x[i] = x[i] * scale * gamma[i];
   }
   if (!rope) return;
 #pragma unroll
@@ -68,15 +69,20 @@ JLLM_KERNEL(head_ops, jllm::cuda::HeadOpsArgs, 32 * kWarps, 1) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int t = blockIdx.x;
   const int head = blockIdx.y * kWarps + warp;
+  JLLM_GRID_WAIT();
+  JLLM_LAUNCH_DEPENDENTS();
   if (head >= kHq + kHk) return;  // whole warps only: no CTA barrier below
   const int pos = args.pos != nullptr ? args.pos[t] : 0;  // no positions: no RoPE, no append
   float* buf = bufs[warp];
-  float x[kPer];
+  float x[kPer], g[kPer], v[kPer];
   if (head < kHq) {
     const float* in = args.xq + (static_cast<long long>(t) * kHq + head) * kD;
 #pragma unroll
-    for (int i = 0; i < kPer; ++i) x[i] = in[lane + 32 * i];
-    Transform(x, kQNorm, args.q_gamma, kQRope, args.eps, pos, args.rope_step, args.rope_scale, buf);
+    for (int i = 0; i < kPer; ++i) {
+      x[i] = in[lane + 32 * i];
+      g[i] = kQNorm ? args.q_gamma[lane + 32 * i] : 1.f;
+    }
+    Transform(x, kQNorm, g, kQRope, args.eps, pos, args.rope_step, args.rope_scale, buf);
     float* out = args.yq + (static_cast<long long>(t) * kHq + head) * kD;
 #pragma unroll
     for (int i = 0; i < kPer; ++i) out[lane + 32 * i] = x[i];
@@ -85,13 +91,15 @@ JLLM_KERNEL(head_ops, jllm::cuda::HeadOpsArgs, 32 * kWarps, 1) {
   const int h = head - kHq;
   const long long at = (static_cast<long long>(t) * kHk + h) * kD;
 #pragma unroll
-  for (int i = 0; i < kPer; ++i) x[i] = args.xk[at + lane + 32 * i];
-  Transform(x, kKNorm, args.k_gamma, kKRope, args.eps, pos, args.rope_step, args.rope_scale, buf);
+  for (int i = 0; i < kPer; ++i) {
+    x[i] = args.xk[at + lane + 32 * i];
+    v[i] = args.xv[at + lane + 32 * i];
+    g[i] = kKNorm ? args.k_gamma[lane + 32 * i] : 1.f;
+  }
+  Transform(x, kKNorm, g, kKRope, args.eps, pos, args.rope_step, args.rope_scale, buf);
   const long long srow = static_cast<long long>(h) * args.max_ctx + pos;
   KvStoreRow<kKv, kD>(x, KvRowMut<kKv, kD>(args.k_cache, args.max_ctx, h, pos),
                       args.k_scales != nullptr ? args.k_scales + srow : nullptr);
-#pragma unroll
-  for (int i = 0; i < kPer; ++i) x[i] = args.xv[at + lane + 32 * i];
-  KvStoreRow<kKv, kD>(x, KvRowMut<kKv, kD>(args.v_cache, args.max_ctx, h, pos),
+  KvStoreRow<kKv, kD>(v, KvRowMut<kKv, kD>(args.v_cache, args.max_ctx, h, pos),
                       args.v_scales != nullptr ? args.v_scales + srow : nullptr);
 }

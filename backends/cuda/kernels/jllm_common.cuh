@@ -39,6 +39,21 @@ typedef long long jllm_i64;
 #define JLLM_DYNAMIC_SMEM(T, name) extern __shared__ __align__(16) T name[]
 #endif
 
+// ---- programmatic dependent launch (sm_90) ---------------------------------------------------
+// A kernel launched with programmatic stream serialization may start while its predecessor in
+// the stream still runs. Before JLLM_GRID_WAIT it may only read what no earlier kernel of the
+// step writes (weights, cache rows of earlier positions); after it, everything the predecessor
+// wrote is visible. Every thread passes the wait before its first global write or read of an
+// activation. JLLM_LAUNCH_DEPENDENTS lets the successor start its own prologue. Both are no-ops
+// before sm_90, without the launch attribute, and in the CPU emulation.
+#if defined(JLLM_EMULATE) || !defined(__CUDA_ARCH__) || __CUDA_ARCH__ < 900
+#define JLLM_GRID_WAIT() ((void)0)
+#define JLLM_LAUNCH_DEPENDENTS() ((void)0)
+#else
+#define JLLM_GRID_WAIT() asm volatile("griddepcontrol.wait;" ::: "memory")
+#define JLLM_LAUNCH_DEPENDENTS() asm volatile("griddepcontrol.launch_dependents;" :::)
+#endif
+
 // ---- number formats -------------------------------------------------------------------------
 
 // -infinity (not a constant expression in CUDA: __int_as_float is a device intrinsic).
@@ -85,6 +100,25 @@ __device__ __forceinline__ float jllm_fma4_bytes(jllm_u32 w, float4 x, float acc
   acc = fmaf(jllm_byte_as_half_plus<1>(w), x.y, acc);
   acc = fmaf(jllm_byte_as_half_plus<2>(w), x.z, acc);
   return fmaf(jllm_byte_as_half_plus<3>(w), x.w, acc);
+}
+
+// c + the dot product of the four signed bytes of a and of b.
+__device__ __forceinline__ int jllm_dp4a(jllm_u32 a, jllm_u32 b, int c) {
+#if defined(JLLM_EMULATE)
+  for (int i = 0; i < 4; ++i) {
+    c += static_cast<int>(static_cast<jllm_i8>((a >> (8 * i)) & 0xFF)) *
+         static_cast<int>(static_cast<jllm_i8>((b >> (8 * i)) & 0xFF));
+  }
+  return c;
+#else
+  int d;
+  asm("dp4a.s32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+#endif
+}
+
+__device__ __forceinline__ int jllm_dp4a4(const jllm_u32 (&a)[4], uint4 b) {
+  return jllm_dp4a(a[3], b.w, jllm_dp4a(a[2], b.z, jllm_dp4a(a[1], b.y, jllm_dp4a(a[0], b.x, 0))));
 }
 
 __device__ __forceinline__ float jllm_sum4(float4 v) { return (v.x + v.y) + (v.z + v.w); }

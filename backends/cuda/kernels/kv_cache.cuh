@@ -61,42 +61,61 @@ __device__ __forceinline__ void KvStoreRow(const float (&x)[kD / 32], void* row_
   }
 }
 
-// Reads element d of a cache row as f32.
+// Eight elements of a cache row as stored (and the row's scale, int8): loaded in one go, turned
+// into f32 later, so a kernel can keep the next tile's loads in flight while it computes.
 template <int kKv>
-__device__ __forceinline__ float KvLoad(const void* row_ptr, int d, float scale) {
+struct KvRaw8;
+template <>
+struct KvRaw8<kKvF16> { uint4 v; };
+template <>
+struct KvRaw8<kKvInt8> { uint2 v; jllm_u16 scale; };
+template <>
+struct KvRaw8<kKvF32> { uint4 a, b; };
+
+// Elements d0..d0+7 of a cache row (d0 a multiple of 8; rows are 16-byte aligned); `scale` is
+// the row's int8 scale (unused otherwise).
+template <int kKv>
+__device__ __forceinline__ KvRaw8<kKv> KvLoadRaw8(const void* row_ptr, int d0, const jllm_u16* scale) {
+  KvRaw8<kKv> r;
   if constexpr (kKv == kKvF16) {
-    return jllm_half_to_float(static_cast<const jllm_u16*>(row_ptr)[d]);
+    r.v = *reinterpret_cast<const uint4*>(static_cast<const jllm_u16*>(row_ptr) + d0);
   } else if constexpr (kKv == kKvF32) {
-    return static_cast<const float*>(row_ptr)[d];
+    const uint4* p = reinterpret_cast<const uint4*>(static_cast<const float*>(row_ptr) + d0);
+    r.a = p[0];
+    r.b = p[1];
   } else {
-    return static_cast<float>(static_cast<const jllm_i8*>(row_ptr)[d]) * scale;
+    r.v = *reinterpret_cast<const uint2*>(static_cast<const jllm_i8*>(row_ptr) + d0);
+    r.scale = *scale;
   }
+  return r;
 }
 
-// Elements d0..d0+7 of a cache row as f32 (d0 a multiple of 8; rows are 16-byte aligned).
 template <int kKv>
-__device__ __forceinline__ void KvLoad8(const void* row_ptr, int d0, float scale, float* out) {
+__device__ __forceinline__ void KvRawToF32(const KvRaw8<kKv>& r, float* out) {
   if constexpr (kKv == kKvF16) {
-    const uint4 v = *reinterpret_cast<const uint4*>(static_cast<const jllm_u16*>(row_ptr) + d0);
-    const jllm_u32 w[4] = {v.x, v.y, v.z, v.w};
+    const jllm_u32 w[4] = {r.v.x, r.v.y, r.v.z, r.v.w};
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       out[2 * i] = jllm_half_to_float(static_cast<jllm_u16>(w[i] & 0xFFFFu));
       out[2 * i + 1] = jllm_half_to_float(static_cast<jllm_u16>(w[i] >> 16));
     }
   } else if constexpr (kKv == kKvF32) {
-    const float4* p = reinterpret_cast<const float4*>(static_cast<const float*>(row_ptr) + d0);
-    const float4 a = p[0], b = p[1];
-    out[0] = a.x, out[1] = a.y, out[2] = a.z, out[3] = a.w;
-    out[4] = b.x, out[5] = b.y, out[6] = b.z, out[7] = b.w;
+    const jllm_u32 w[8] = {r.a.x, r.a.y, r.a.z, r.a.w, r.b.x, r.b.y, r.b.z, r.b.w};
+#pragma unroll
+    for (int i = 0; i < 8; ++i) out[i] = __uint_as_float(w[i]);
   } else {
-    const uint2 v = *reinterpret_cast<const uint2*>(static_cast<const jllm_i8*>(row_ptr) + d0);
-    const jllm_u32 w[2] = {v.x, v.y};
+    const float scale = jllm_half_to_float(r.scale);
+    const jllm_u32 w[2] = {r.v.x, r.v.y};
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
       out[i] = static_cast<float>(static_cast<jllm_i8>((w[i >> 2] >> (8 * (i & 3))) & 0xFF)) * scale;
     }
   }
+}
+
+template <int kKv>
+__device__ __forceinline__ void KvLoad8(const void* row_ptr, int d0, const jllm_u16* scale, float* out) {
+  KvRawToF32<kKv>(KvLoadRaw8<kKv>(row_ptr, d0, scale), out);
 }
 
 // Address of (kv head h, position p)'s row and scale, in a cache of max_ctx positions.
@@ -110,13 +129,10 @@ __device__ __forceinline__ void* KvRowMut(void* base, int max_ctx, int h, int p)
   typedef typename KvElem<kKv>::type E;
   return static_cast<E*>(base) + (static_cast<long long>(h) * max_ctx + p) * kD;
 }
+// The int8 scale of (h, p), or nullptr for caches without scales.
 template <int kKv>
-__device__ __forceinline__ float KvScale(const jllm_u16* scales, int max_ctx, int h, int p) {
-  if constexpr (kKv == kKvInt8) {
-    return jllm_half_to_float(scales[static_cast<long long>(h) * max_ctx + p]);
-  } else {
-    return 1.0f;
-  }
+__device__ __forceinline__ const jllm_u16* KvScalePtr(const jllm_u16* scales, int max_ctx, int h, int p) {
+  return kKv == kKvInt8 ? scales + static_cast<long long>(h) * max_ctx + p : nullptr;
 }
 
 }  // namespace jllm_kernels

@@ -2,14 +2,23 @@
 // memory as functions of a kernel's constants. Compiled by host C++ and by NVRTC.
 #pragma once
 
+#include "backends/cuda/device_layout.h"
+
 namespace jllm::cuda::geometry {
 
 constexpr int CeilDiv(long long a, long long b) { return static_cast<int>((a + b - 1) / b); }
 
-// gemv.cu: a tile is NW warps x R rows; x (or one split of its columns) is staged as f32.
-constexpr int GemvTiles(long long rows, int nw, int r) { return CeilDiv(rows, nw * r); }
-constexpr int GemvSplitGroups(long long k, int ksplit) { return CeilDiv(k / 256, ksplit); }
-constexpr int GemvSmemBytes(long long k, int ksplit) { return GemvSplitGroups(k, ksplit) * 256 * 4; }
+// gemv.cu: x staged once per distinct member type ("slot"): all K columns as f32 plus a float2
+// of run sums per 32 columns (or, as int8, less).
+constexpr int GemvSlotFloat4(long long k) { return static_cast<int>(k / 4 + k / 64); }
+constexpr int GemvSmemBytes(long long k, int slots) { return slots * GemvSlotFloat4(k) * 16; }
+// 16-byte units of quant data per 256 elements of a row of ggml type `type` (weight_types.cuh).
+constexpr int GemvUnits256(int type) {
+  return type == layout::kQ8_0                                              ? 16
+         : type == layout::kQ4_K || type == layout::kQ5_K || type == layout::kQ6_K ? 8
+         : type == layout::kF32                                             ? 64
+                                                                            : 32;  // f16, bf16
+}
 
 // gemm.cu: BM weight rows x BN tokens per CTA, K consumed BK = 32 at a time; both tiles f32 in
 // shared memory, padded by 4 floats a row (keeps 16-byte alignment, spreads banks).

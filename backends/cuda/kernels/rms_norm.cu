@@ -10,6 +10,8 @@ constexpr int kE = JLLM_E;
 }  // namespace
 
 JLLM_KERNEL(rms_norm, jllm::cuda::RmsNormArgs, 256, 1) {
+  JLLM_GRID_WAIT();  // everything it reads comes from the kernels before
+  JLLM_LAUNCH_DEPENDENTS();
   __shared__ double scratch[32];
   const float* x = args.x + static_cast<long long>(blockIdx.x) * kE;
   float* y = args.y + static_cast<long long>(blockIdx.x) * kE;

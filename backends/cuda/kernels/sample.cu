@@ -148,6 +148,8 @@ __device__ jllm_u64 SelectFirstReaching(const float* lg, const double* weights, 
 }  // namespace
 
 JLLM_KERNEL(sample, jllm::cuda::SampleArgs, kThreads, 1) {
+  JLLM_GRID_WAIT();  // everything it reads comes from the kernels before
+  JLLM_LAUNCH_DEPENDENTS();
   __shared__ Shared sh;
   const jllm::SamplingParams& p = *static_cast<const jllm::SamplingParams*>(args.params);
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;

@@ -8,7 +8,13 @@
 //    elements). One lane owns one unit of R rows at a time: Load() fetches it with 16-byte loads
 //    (plus its scales), Dot() multiplies it with the unit's activations, which the GEMV stages in
 //    shared memory as float4 "parts": element e is part PartOf(e) of unit UnitOf(e), so lanes
-//    reading consecutive units read consecutive float4 slots (no bank conflicts).
+//    reading consecutive units read consecutive float4 slots (no bank conflicts). The K-quants
+//    (kHalfSums) also take the sums of the unit's two runs of 16 elements (A, B below), staged
+//    once instead of added up by every row's dot.
+//  - the same units against int8 activations (kX8 types: the K-quants and q8_0): x is quantized
+//    in aligned runs of 16 elements (d = max|x| / 127, q = round(x / d)), and a unit's elements
+//    are two such runs, A and B (HalfOf(e)), in the order of the unit's quant bytes, so DotX8
+//    multiplies them with dp4a; `meta` holds (d_A, Σq_A, d_B, Σq_B). q8_0 units have only A.
 #pragma once
 
 #include "jllm_common.cuh"
@@ -30,9 +36,6 @@ __device__ __forceinline__ float ByteDot16(const jllm_u32 (&w)[4], const float4*
   return f;
 }
 
-__device__ __forceinline__ float SumParts4(const float4* xv) {
-  return (jllm_sum4(xv[0]) + jllm_sum4(xv[1])) + (jllm_sum4(xv[2]) + jllm_sum4(xv[3]));
-}
 
 // 6-bit scale (sc) and min (m) of sub-blocks 2c and 2c+1 of a Q4_K/Q5_K block from the three
 // scale words of its header (bytes 4..15 of the block as words y, z, w).
@@ -53,6 +56,18 @@ __device__ __forceinline__ void KScalesPair(jllm_u32 s1w, jllm_u32 s2w, jllm_u32
   }
 }
 
+// A Q4_K/Q5_K unit against int8 x: sum_t (d·sc·q_t - dmin·m)·dx·xq_t over each half, from the
+// dp4a sums pa, pb (Σ q·xq) and meta's Σ xq; `hdr` is the block's first 16 bytes.
+__device__ __forceinline__ float KQuantX8(uint4 hdr, int c, int pa, int pb, float4 meta) {
+  int sc_lo, m_lo, sc_hi, m_hi;
+  KScalesPair(hdr.y, hdr.z, hdr.w, c, sc_lo, m_lo, sc_hi, m_hi);
+  const float d = jllm_half_to_float(static_cast<jllm_u16>(hdr.x & 0xFFFFu));
+  const float dmin = jllm_half_to_float(static_cast<jllm_u16>(hdr.x >> 16));
+  const float a = fmaf(d * static_cast<float>(sc_lo), static_cast<float>(pa), -dmin * static_cast<float>(m_lo) * meta.y);
+  const float b = fmaf(d * static_cast<float>(sc_hi), static_cast<float>(pb), -dmin * static_cast<float>(m_hi) * meta.w);
+  return fmaf(meta.x, a, meta.z * b);
+}
+
 // ---- q4_K ---------------------------------------------------------------------------------
 // Unit k (0..7) of a block: qs[16k..16k+16): with c = k/2, h = k%2, low nibbles are elements
 // 64c + 16h + [0,16) (sub-block 2c), high nibbles the same + 32 (sub-block 2c+1).
@@ -70,7 +85,7 @@ struct WType<lay::kQ4_K> {
     const jllm_u8* blk = row + (u >> 3) * static_cast<int>(sizeof(q::BlockQ4_K));
     return {jllm_load_stream16(blk + q::kQ4KQsOffset + 16 * (u & 7)), jllm_load_stream16(blk)};
   }
-  __device__ static float Dot(const Frag& f, const float4* xv, int u, const jllm_u8* /*row*/) {
+  __device__ static float Dot(const Frag& f, const float4* xv, float2 xsum, int u, const jllm_u8* /*row*/) {
     const jllm_u32 w[4] = {f.qs.x, f.qs.y, f.qs.z, f.qs.w};
     jllm_u32 lo[4], hi[4];
 #pragma unroll
@@ -79,7 +94,7 @@ struct WType<lay::kQ4_K> {
       hi[i] = (w[i] >> 4) & 0x0F0F0F0Fu;
     }
     const float f_lo = ByteDot16(lo, xv), f_hi = ByteDot16(hi, xv + 4);
-    const float sum_lo = SumParts4(xv), sum_hi = SumParts4(xv + 4);
+    const float sum_lo = xsum.x, sum_hi = xsum.y;
     int sc_lo, m_lo, sc_hi, m_hi;
     KScalesPair(f.hdr.y, f.hdr.z, f.hdr.w, (u & 7) >> 1, sc_lo, m_lo, sc_hi, m_hi);
     const float d = jllm_half_to_float(static_cast<jllm_u16>(f.hdr.x & 0xFFFFu));
@@ -90,6 +105,20 @@ struct WType<lay::kQ4_K> {
     a = fmaf(-fmaf(128.f, d_lo, dmin * static_cast<float>(m_lo)), sum_lo, a);
     a = fmaf(256.f * d_hi, f_hi, a);
     return fmaf(-fmaf(128.f, d_hi, dmin * static_cast<float>(m_hi)), sum_hi, a);
+  }
+
+  static constexpr bool kX8 = true;
+  static constexpr bool kHalfSums = true;  // the f32 dot takes the sums of its unit's two runs
+  __device__ static int HalfOf(int e) { return (e >> 5) & 1; }
+  __device__ static float DotX8(const Frag& f, uint4 xa, uint4 xb, float4 meta, int u, const jllm_u8* /*row*/) {
+    const jllm_u32 w[4] = {f.qs.x, f.qs.y, f.qs.z, f.qs.w};
+    jllm_u32 lo[4], hi[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      lo[i] = w[i] & 0x0F0F0F0Fu;
+      hi[i] = (w[i] >> 4) & 0x0F0F0F0Fu;
+    }
+    return KQuantX8(f.hdr, (u & 7) >> 1, jllm_dp4a4(lo, xa), jllm_dp4a4(hi, xb), meta);
   }
 
   __device__ static void Dequant8(const jllm_u8* row, int e, float* out) {
@@ -125,7 +154,7 @@ struct WType<lay::kQ5_K> {
             jllm_load_stream16(blk + q::kQ5KQhOffset + 16 * (k & 1)),
             jllm_load_stream16(blk)};
   }
-  __device__ static float Dot(const Frag& f, const float4* xv, int u, const jllm_u8* /*row*/) {
+  __device__ static float Dot(const Frag& f, const float4* xv, float2 xsum, int u, const jllm_u8* /*row*/) {
     const int c = (u & 7) >> 1;
     const jllm_u32 w[4] = {f.qs.x, f.qs.y, f.qs.z, f.qs.w};
     const jllm_u32 h[4] = {f.qh.x, f.qh.y, f.qh.z, f.qh.w};
@@ -136,7 +165,7 @@ struct WType<lay::kQ5_K> {
       hi[i] = ((w[i] >> 4) & 0x0F0F0F0Fu) | (((h[i] >> (2 * c + 1)) & 0x01010101u) << 4);
     }
     const float f_lo = ByteDot16(lo, xv), f_hi = ByteDot16(hi, xv + 4);
-    const float sum_lo = SumParts4(xv), sum_hi = SumParts4(xv + 4);
+    const float sum_lo = xsum.x, sum_hi = xsum.y;
     int sc_lo, m_lo, sc_hi, m_hi;
     KScalesPair(f.hdr.y, f.hdr.z, f.hdr.w, c, sc_lo, m_lo, sc_hi, m_hi);
     const float d = jllm_half_to_float(static_cast<jllm_u16>(f.hdr.x & 0xFFFFu));
@@ -146,6 +175,22 @@ struct WType<lay::kQ5_K> {
     a = fmaf(-fmaf(128.f, d_lo, dmin * static_cast<float>(m_lo)), sum_lo, a);
     a = fmaf(256.f * d_hi, f_hi, a);
     return fmaf(-fmaf(128.f, d_hi, dmin * static_cast<float>(m_hi)), sum_hi, a);
+  }
+
+  static constexpr bool kX8 = true;
+  static constexpr bool kHalfSums = true;  // the f32 dot takes the sums of its unit's two runs
+  __device__ static int HalfOf(int e) { return (e >> 5) & 1; }
+  __device__ static float DotX8(const Frag& f, uint4 xa, uint4 xb, float4 meta, int u, const jllm_u8* /*row*/) {
+    const int c = (u & 7) >> 1;
+    const jllm_u32 w[4] = {f.qs.x, f.qs.y, f.qs.z, f.qs.w};
+    const jllm_u32 h[4] = {f.qh.x, f.qh.y, f.qh.z, f.qh.w};
+    jllm_u32 lo[4], hi[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      lo[i] = (w[i] & 0x0F0F0F0Fu) | (((h[i] >> (2 * c)) & 0x01010101u) << 4);
+      hi[i] = ((w[i] >> 4) & 0x0F0F0F0Fu) | (((h[i] >> (2 * c + 1)) & 0x01010101u) << 4);
+    }
+    return KQuantX8(f.hdr, c, jllm_dp4a4(lo, xa), jllm_dp4a4(hi, xb), meta);
   }
 
   __device__ static void Dequant8(const jllm_u8* row, int e, float* out) {
@@ -199,7 +244,7 @@ struct WType<lay::kQ6_K> {
   }
   // `row` is needed for the d value at the row tail (read through L1: 32 lanes share 4 values).
   template <int kK>
-  __device__ static float DotK(const Frag& f, const float4* xv, int u, const jllm_u8* row) {
+  __device__ static float DotK(const Frag& f, const float4* xv, float2 xsum, int u, const jllm_u8* row) {
     const int k = u & 7, hh = k >> 2, up = (k >> 1) & 1, jj = k & 1;
     const jllm_u32 w[4] = {f.ql.x, f.ql.y, f.ql.z, f.ql.w};
     const jllm_u32 h[4] = {f.qh.x, f.qh.y, f.qh.z, f.qh.w};
@@ -210,7 +255,7 @@ struct WType<lay::kQ6_K> {
       b[i] = ((w[i] >> 4) & 0x0F0F0F0Fu) | (((h[i] >> (4 + 2 * up)) & 0x03030303u) << 4);
     }
     const float f_a = ByteDot16(a, xv), f_b = ByteDot16(b, xv + 4);
-    const float sum_a = SumParts4(xv), sum_b = SumParts4(xv + 4);
+    const float sum_a = xsum.x, sum_b = xsum.y;
     // Scale groups of 16: A is group 8hh + 2up + jj, B the same + 4 (same byte, next word).
     const int ga = 8 * hh + 2 * up + jj;
     const float sc_a = static_cast<float>(static_cast<jllm_i8>((f.sc_a >> (8 * (ga & 3))) & 0xFF));
@@ -219,6 +264,30 @@ struct WType<lay::kQ6_K> {
     // sum_t (q_t - 32) x_t = 256 f - 160 sum.
     const float dot = fmaf(sc_a, fmaf(256.f, f_a, -160.f * sum_a), sc_b * fmaf(256.f, f_b, -160.f * sum_b));
     return d * dot;
+  }
+
+  static constexpr bool kX8 = true;
+  static constexpr bool kHalfSums = true;
+  __device__ static int HalfOf(int e) { return (e >> 6) & 1; }
+  template <int kK>
+  __device__ static float DotX8K(const Frag& f, uint4 xa, uint4 xb, float4 meta, int u, const jllm_u8* row) {
+    const int k = u & 7, hh = k >> 2, up = (k >> 1) & 1, jj = k & 1;
+    const jllm_u32 w[4] = {f.ql.x, f.ql.y, f.ql.z, f.ql.w};
+    const jllm_u32 h[4] = {f.qh.x, f.qh.y, f.qh.z, f.qh.w};
+    jllm_u32 a[4], b[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      a[i] = (w[i] & 0x0F0F0F0Fu) | (((h[i] >> (2 * up)) & 0x03030303u) << 4);
+      b[i] = ((w[i] >> 4) & 0x0F0F0F0Fu) | (((h[i] >> (4 + 2 * up)) & 0x03030303u) << 4);
+    }
+    const int ga = 8 * hh + 2 * up + jj;
+    const float sc_a = static_cast<float>(static_cast<jllm_i8>((f.sc_a >> (8 * (ga & 3))) & 0xFF));
+    const float sc_b = static_cast<float>(static_cast<jllm_i8>((f.sc_b >> (8 * (ga & 3))) & 0xFF));
+    const float d = jllm_half_to_float(jllm_load_u16(row + lay::TailOffset(lay::kQ6_K, kK) + 2 * (u >> 3)));
+    // sum_t (q_t - 32)·xq_t = Σ q·xq - 32 Σ xq.
+    const float pa = static_cast<float>(jllm_dp4a4(a, xa)) - 32.f * meta.y;
+    const float pb = static_cast<float>(jllm_dp4a4(b, xb)) - 32.f * meta.w;
+    return d * fmaf(sc_a * meta.x, pa, sc_b * meta.z * pb);
   }
 
   template <int kK>
@@ -254,7 +323,7 @@ struct WType<lay::kQ8_0> {
   };
   __device__ static Frag Load(const jllm_u8* row, int u) { return {jllm_load_stream16(row + 16 * u)}; }
   template <int kK>
-  __device__ static float DotK(const Frag& f, const float4* xv, int u, const jllm_u8* row) {
+  __device__ static float DotK(const Frag& f, const float4* xv, float2 /*xsum*/, int u, const jllm_u8* row) {
     const jllm_u32 w[4] = {f.qs.x, f.qs.y, f.qs.z, f.qs.w};
     float acc = 0.f;
 #pragma unroll
@@ -269,6 +338,16 @@ struct WType<lay::kQ8_0> {
     return d * acc;
   }
 
+  static constexpr bool kX8 = true;
+  static constexpr bool kHalfSums = false;
+  __device__ static int HalfOf(int) { return 0; }
+  template <int kK>
+  __device__ static float DotX8K(const Frag& f, uint4 xa, uint4 /*xb*/, float4 meta, int u, const jllm_u8* row) {
+    const jllm_u32 w[4] = {f.qs.x, f.qs.y, f.qs.z, f.qs.w};
+    const float d = jllm_half_to_float(jllm_load_u16(row + lay::TailOffset(lay::kQ8_0, kK) + 2 * (u >> 1)));
+    return d * meta.x * static_cast<float>(jllm_dp4a4(w, xa));
+  }
+
   template <int kK>
   __device__ static void Dequant8K(const jllm_u8* row, int e, float* out) {
     const jllm_i8* qs = reinterpret_cast<const jllm_i8*>(row) + e;
@@ -281,6 +360,8 @@ struct WType<lay::kQ8_0> {
 // ---- f16, bf16, f32 ------------------------------------------------------------------------
 template <int kType>
 struct WTypeHalf {
+  static constexpr bool kX8 = false;
+  static constexpr bool kHalfSums = false;
   static constexpr int kUnits256 = 32;  // 8 elements per unit
   static constexpr int kParts = 2;
   __device__ static int UnitOf(int e) { return e >> 3; }
@@ -292,7 +373,7 @@ struct WTypeHalf {
     uint4 v;
   };
   __device__ static Frag Load(const jllm_u8* row, int u) { return {jllm_load_stream16(row + 16 * u)}; }
-  __device__ static float Dot(const Frag& f, const float4* xv, int /*u*/, const jllm_u8* /*row*/) {
+  __device__ static float Dot(const Frag& f, const float4* xv, float2 /*xsum*/, int /*u*/, const jllm_u8* /*row*/) {
     const jllm_u32 w[4] = {f.v.x, f.v.y, f.v.z, f.v.w};
     float acc = 0.f;
 #pragma unroll
@@ -318,6 +399,8 @@ struct WType<lay::kBF16> : WTypeHalf<lay::kBF16> {};
 
 template <>
 struct WType<lay::kF32> {
+  static constexpr bool kX8 = false;
+  static constexpr bool kHalfSums = false;
   static constexpr int kUnits256 = 64;  // 4 elements per unit
   static constexpr int kParts = 1;
   __device__ static int UnitOf(int e) { return e >> 2; }
@@ -326,7 +409,7 @@ struct WType<lay::kF32> {
     uint4 v;
   };
   __device__ static Frag Load(const jllm_u8* row, int u) { return {jllm_load_stream16(row + 16 * u)}; }
-  __device__ static float Dot(const Frag& f, const float4* xv, int /*u*/, const jllm_u8* /*row*/) {
+  __device__ static float Dot(const Frag& f, const float4* xv, float2 /*xsum*/, int /*u*/, const jllm_u8* /*row*/) {
     const float4 x = xv[0];
     float acc = __uint_as_float(f.v.x) * x.x;
     acc = fmaf(__uint_as_float(f.v.y), x.y, acc);
@@ -342,12 +425,21 @@ struct WType<lay::kF32> {
 
 // Uniform entry points: the q6_K and q8_0 readers need the row length for the d tail.
 template <int kType, int kK>
-__device__ __forceinline__ float UnitDot(const typename WType<kType>::Frag& f, const float4* xv, int u,
-                                         const jllm_u8* row) {
+__device__ __forceinline__ float UnitDot(const typename WType<kType>::Frag& f, const float4* xv, float2 xsum,
+                                         int u, const jllm_u8* row) {
   if constexpr (kType == lay::kQ6_K || kType == lay::kQ8_0) {
-    return WType<kType>::template DotK<kK>(f, xv, u, row);
+    return WType<kType>::template DotK<kK>(f, xv, xsum, u, row);
   } else {
-    return WType<kType>::Dot(f, xv, u, row);
+    return WType<kType>::Dot(f, xv, xsum, u, row);
+  }
+}
+template <int kType, int kK>
+__device__ __forceinline__ float UnitDotX8(const typename WType<kType>::Frag& f, uint4 xa, uint4 xb, float4 meta,
+                                           int u, const jllm_u8* row) {
+  if constexpr (kType == lay::kQ6_K || kType == lay::kQ8_0) {
+    return WType<kType>::template DotX8K<kK>(f, xa, xb, meta, u, row);
+  } else {
+    return WType<kType>::DotX8(f, xa, xb, meta, u, row);
   }
 }
 template <int kType, int kK>

@@ -1,9 +1,11 @@
 #include "backends/cuda/lowering/lowering.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <string>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "backends/cuda/device_layout.h"
@@ -30,21 +32,46 @@ static_assert(static_cast<int>(ir::KvDType::kF16) == 0 && static_cast<int>(ir::K
                   static_cast<int>(ir::KvDType::kF32) == 2,
               "kv_cache.cuh's element type ids are ir's KvDType");
 
-// Tuning heuristics (per-shape tuning replaces them later; see docs/PERF.md).
-// GEMV: a lane keeps the loads of 4 unit steps of 2 row streams in flight (R rows of one
-// matrix, or the same row of gate and up); more rows would cost registers, fewer, shared-memory
-// bandwidth (each staged x float4 serves 2 row streams).
-constexpr int kGemvRowStreams = 2;
+// Tuning heuristics (per-shape tuning replaces them later; see docs/PERF.md). Each can be
+// overridden for A/B measurements by an environment variable read at lowering (jllm-compile):
+// JLLM_GEMV_R, JLLM_GEMV_NW, JLLM_GEMV_DEPTH, JLLM_GEMV_MINB, JLLM_GEMV_ITEMS, JLLM_GEMV_KSPLIT,
+// JLLM_GEMV_X8 (lowering.h).
+// GEMV (docs/PERF.md, "GEMV v3"): one row (or the same row of gate and up) per warp item, DEPTH 2
+// unit steps of 16-byte loads in flight per lane, registers capped for MINB CTAs of NW warps
+// per SM: measured on the H200, occupancy beats x reuse across rows (R = 2) and deeper rings
+// (each costs registers); K is split until every warp of a GPU of kGemvTargetSms SMs has
+// ITEMS items (/10), which bounds the imbalance between warps.
+constexpr int kGemvRows = 1;
 constexpr int kGemvWarps = 8;
-constexpr int kGemvTargetCtas = 264;  // ~2 per SM on the largest GPUs we target
+constexpr int kGemvDepth = 2;
+constexpr int kGemvMinBlocks = 3;
+constexpr int kGemvItemsPerWarpX10 = 25;
+constexpr int kGemvTargetSms = 132;
 constexpr int kGemvMaxSplit = 8;
 constexpr int kGemmBm = 128, kGemmBn = 64, kGemmTm = 8, kGemmTn = 4;
 constexpr int kAttnSplits = 32;
+constexpr int kAttnMinChunk = 64;  // positions: fewer, fuller splits at short context
 constexpr int kAttnDecodeWarps = 4;
 constexpr int kAttnPrefillWarps = 8;
 constexpr int kAttnPrefillRows = 32;  // query rows (tokens x heads of a group) per CTA
-constexpr int kHeadOpsWarps = 4;
+constexpr int kHeadOpsWarps = 1;  // one head per CTA: the heads spread over SMs
 constexpr int kEltThreads = 256;
+
+// The value of environment variable `name` if it is a positive integer, else `fallback`.
+int64_t TuningOverride(const char* name, int64_t fallback) {
+  const char* v = std::getenv(name);
+  int64_t out = 0;
+  return v != nullptr && absl::SimpleAtoi(v, &out) && out > 0 ? out : fallback;
+}
+
+}  // namespace
+
+bool GemvInt8Activations() {
+  const char* v = std::getenv("JLLM_GEMV_X8");
+  return v != nullptr && std::string_view(v) == "1";
+}
+
+namespace {
 
 std::string D(std::string_view name, int64_t v) { return absl::StrCat(Sv(name), "=", v); }
 
@@ -128,26 +155,34 @@ class Lowerer {
     const bool norm = gamma.present();
     std::vector<std::string> defs = {D("JLLM_K", k), D("JLLM_NM", static_cast<int64_t>(members.size()))};
     std::vector<std::string> types, rows;
-    const int r = swiglu ? kGemvRowStreams / 2 : kGemvRowStreams;
-    int64_t tiles = 0, total_rows = 0, weight_bytes = 0;
+    const int r = static_cast<int>(TuningOverride("JLLM_GEMV_R", kGemvRows));
+    const int nw = static_cast<int>(TuningOverride("JLLM_GEMV_NW", kGemvWarps));
+    int64_t row_groups = 0, total_rows = 0, weight_bytes = 0, slots = 0;
+    int max_split = kGemvMaxSplit;
     for (size_t m = 0; m < members.size(); ++m) {
       const ir::WeightRef& w = W(members[m]);
       defs.push_back(D(absl::StrCat("JLLM_T", m), static_cast<int>(w.type)));
       defs.push_back(D(absl::StrCat("JLLM_N", m), w.dim(1)));
       types.emplace_back(GgmlTypeName(w.type));
       rows.push_back(absl::StrCat(w.dim(1)));
-      if (!swiglu || m == 0) tiles += geo::GemvTiles(w.dim(1), kGemvWarps, r);
+      if (!swiglu || m == 0) row_groups += geo::CeilDiv(w.dim(1), r);
+      bool new_type = true;
+      for (size_t i = 0; i < m; ++i) new_type &= W(members[i]).type != w.type;
+      if (new_type && (!swiglu || m == 0)) ++slots;
+      // A split keeps at least one unit for every lane of a warp.
+      max_split = std::min<int>(max_split, std::max<int64_t>(1, k / 256 * geo::GemvUnits256(static_cast<int>(w.type)) / 32));
       total_rows += w.dim(1);
       weight_bytes += DeviceBytes(w);
     }
-    int ksplit = 1;
-    if (!norm) {
-      ksplit = static_cast<int>(std::clamp<int64_t>((kGemvTargetCtas + tiles - 1) / tiles, 1,
-                                                    std::min<int64_t>(k / 256, kGemvMaxSplit)));
-    }
+    const int64_t want_items = kGemvTargetSms * nw * TuningOverride("JLLM_GEMV_ITEMS", kGemvItemsPerWarpX10) / 10;
+    int ksplit = static_cast<int>(std::clamp<int64_t>((want_items + row_groups - 1) / row_groups, 1, max_split));
+    ksplit = static_cast<int>(std::clamp<int64_t>(TuningOverride("JLLM_GEMV_KSPLIT", ksplit), 1, k / 256));
     defs.push_back(D("JLLM_R", r));
-    defs.push_back(D("JLLM_NW", kGemvWarps));
+    defs.push_back(D("JLLM_NW", nw));
     defs.push_back(D("JLLM_KSPLIT", ksplit));
+    defs.push_back(D("JLLM_DEPTH", TuningOverride("JLLM_GEMV_DEPTH", kGemvDepth)));
+    defs.push_back(D("JLLM_MINB", TuningOverride("JLLM_GEMV_MINB", kGemvMinBlocks)));
+    defs.push_back(D("JLLM_X8", GemvInt8Activations()));
     defs.push_back(D("JLLM_NORM", norm));
     defs.push_back(D("JLLM_RESIDUAL", residual.present()));
     defs.push_back(D("JLLM_SWIGLU", swiglu));
@@ -155,11 +190,11 @@ class Lowerer {
                         absl::StrCat("gemv ", absl::StrJoin(types, "+"), " ", absl::StrJoin(rows, "+"),
                                      "x", k, norm ? " +norm" : "", residual.present() ? " +residual" : "",
                                      swiglu ? " +swiglu" : "", ksplit > 1 ? absl::StrCat(" split", ksplit) : ""),
-                        defs, 32 * kGemvWarps);
-    s.grid_x = tiles * ksplit;  // at most one CTA a (tile, split)
+                        defs, 32 * nw);
+    s.grid_x = row_groups * ksplit;  // at most one CTA an item
     s.persistent = true;
-    s.min_grid_x = (swiglu ? 1 : static_cast<int64_t>(members.size())) * ksplit;  // one a group
-    s.smem = geo::GemvSmemBytes(k, ksplit);
+    s.min_grid_x = 1;  // CTAs never wait for each other
+    s.smem = geo::GemvSmemBytes(k, static_cast<int>(slots));
     s.weight_bytes = weight_bytes;
     const int64_t out_rows = swiglu ? W(members[0]).dim(1) : total_rows;
     s.bytes_per_token = (k + out_rows + (residual.present() ? out_rows : 0)) * 4;
@@ -176,7 +211,7 @@ class Lowerer {
     l.p0 = eps;
     if (ksplit > 1) {
       l.workspace_floats = ksplit * total_rows;
-      l.workspace_counters = tiles;
+      l.workspace_counters = row_groups;
     }
     return l;
   }
@@ -341,7 +376,7 @@ class Lowerer {
                         {D("JLLM_D", head_dim), D("JLLM_NROT", n_rot), D("JLLM_HQ", q.heads),
                          D("JLLM_HK", kv.heads), D("JLLM_QNORM", q.norm), D("JLLM_QROPE", q.rope),
                          D("JLLM_KNORM", kv.norm), D("JLLM_KROPE", kv.rope),
-                         D("JLLM_KV", static_cast<int>(kv_type))},
+                         D("JLLM_KV", static_cast<int>(kv_type)), D("JLLM_NW", kHeadOpsWarps)},
                         32 * kHeadOpsWarps);
     s.grid_y = geo::CeilDiv(q.heads + kv.heads, kHeadOpsWarps);
     s.token_dim = 1;
@@ -437,6 +472,7 @@ class Lowerer {
                           absl::StrCat("attention_decode ", shape),
                           {D("JLLM_D", a.head_dim), D("JLLM_H", a.n_head), D("JLLM_HK", a.n_head_kv),
                            D("JLLM_KV", static_cast<int>(kv)), D("JLLM_NSPLIT", kAttnSplits),
+                           D("JLLM_MINCHUNK", kAttnMinChunk),
                            D("JLLM_NW", kAttnDecodeWarps)},
                           32 * kAttnDecodeWarps);
       s.grid_x = a.n_head_kv;

@@ -91,4 +91,10 @@ struct LoweredGraph {
 // with Qwen3's shapes lowers.
 absl::StatusOr<LoweredGraph> LowerGraph(const ir::Graph& graph);
 
+// Whether the decode GEMVs of the K-quants and q8_0 read x quantized to int8 (dp4a) rather than
+// f32: only when the environment says JLLM_GEMV_X8=1. Faster, but logits move ~0.5 % from
+// cpu_ref's, over --validate's bound, so greedy decoding can take other tokens; docs/PERF.md
+// has the A/B.
+bool GemvInt8Activations();
+
 }  // namespace jllm::cuda

@@ -29,9 +29,11 @@
 struct uint2 { unsigned x, y; };
 struct uint4 { unsigned x, y, z, w; };
 struct float4 { float x, y, z, w; };
+struct float2 { float x, y; };
 struct dim3 { unsigned x = 1, y = 1, z = 1; };
 inline uint4 make_uint4(unsigned a, unsigned b, unsigned c, unsigned d) { return {a, b, c, d}; }
 inline float4 make_float4(float a, float b, float c, float d) { return {a, b, c, d}; }
+inline float2 make_float2(float a, float b) { return {a, b}; }
 
 // One CTA runs at a time on one host thread; its CUDA threads are fibers (ucontext), switched
 // at barriers and warp exchanges, so a launch costs no OS threads and runs deterministically.
