@@ -36,7 +36,6 @@ __device__ __forceinline__ float ByteDot16(const jllm_u32 (&w)[4], const float4*
   return f;
 }
 
-
 // 6-bit scale (sc) and min (m) of sub-blocks 2c and 2c+1 of a Q4_K/Q5_K block from the three
 // scale words of its header (bytes 4..15 of the block as words y, z, w).
 __device__ __forceinline__ void KScalesPair(jllm_u32 s1w, jllm_u32 s2w, jllm_u32 s3w, int c, int& sc_lo,
@@ -54,6 +53,20 @@ __device__ __forceinline__ void KScalesPair(jllm_u32 s1w, jllm_u32 s2w, jllm_u32
     m_lo = ((s3 >> 4) & 15) | ((s2 >> 2) & 0x30);
     m_hi = ((s3 >> 12) & 15) | ((s2 >> 10) & 0x30);
   }
+}
+
+// A Q4_K/Q5_K unit against f32 x: sum_t (d·sc·q_t - dmin·m)·x_t over each half, from the byte
+// dots f_lo, f_hi (Σ (0.5 + q/256)·x, so Σ q·x = 256 f - 128 Σx) and the runs' sums of x.
+__device__ __forceinline__ float KQuantF32(uint4 hdr, int c, float f_lo, float f_hi, float2 xsum) {
+  int sc_lo, m_lo, sc_hi, m_hi;
+  KScalesPair(hdr.y, hdr.z, hdr.w, c, sc_lo, m_lo, sc_hi, m_hi);
+  const float d = jllm_half_to_float(static_cast<jllm_u16>(hdr.x & 0xFFFFu));
+  const float dmin = jllm_half_to_float(static_cast<jllm_u16>(hdr.x >> 16));
+  const float d_lo = d * static_cast<float>(sc_lo), d_hi = d * static_cast<float>(sc_hi);
+  float a = 256.f * d_lo * f_lo;
+  a = fmaf(-fmaf(128.f, d_lo, dmin * static_cast<float>(m_lo)), xsum.x, a);
+  a = fmaf(256.f * d_hi, f_hi, a);
+  return fmaf(-fmaf(128.f, d_hi, dmin * static_cast<float>(m_hi)), xsum.y, a);
 }
 
 // A Q4_K/Q5_K unit against int8 x: sum_t (d·sc·q_t - dmin·m)·dx·xq_t over each half, from the
@@ -85,39 +98,27 @@ struct WType<lay::kQ4_K> {
     const jllm_u8* blk = row + (u >> 3) * static_cast<int>(sizeof(q::BlockQ4_K));
     return {jllm_load_stream16(blk + q::kQ4KQsOffset + 16 * (u & 7)), jllm_load_stream16(blk)};
   }
-  __device__ static float Dot(const Frag& f, const float4* xv, float2 xsum, int u, const jllm_u8* /*row*/) {
+  // The unit's quant values as bytes: run A (low nibbles) and run B (high nibbles).
+  __device__ static void Codes(const Frag& f, int /*u*/, jllm_u32 (&lo)[4], jllm_u32 (&hi)[4]) {
     const jllm_u32 w[4] = {f.qs.x, f.qs.y, f.qs.z, f.qs.w};
-    jllm_u32 lo[4], hi[4];
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       lo[i] = w[i] & 0x0F0F0F0Fu;
       hi[i] = (w[i] >> 4) & 0x0F0F0F0Fu;
     }
-    const float f_lo = ByteDot16(lo, xv), f_hi = ByteDot16(hi, xv + 4);
-    const float sum_lo = xsum.x, sum_hi = xsum.y;
-    int sc_lo, m_lo, sc_hi, m_hi;
-    KScalesPair(f.hdr.y, f.hdr.z, f.hdr.w, (u & 7) >> 1, sc_lo, m_lo, sc_hi, m_hi);
-    const float d = jllm_half_to_float(static_cast<jllm_u16>(f.hdr.x & 0xFFFFu));
-    const float dmin = jllm_half_to_float(static_cast<jllm_u16>(f.hdr.x >> 16));
-    // sum_t (d·sc·q_t - dmin·m)·x_t with sum_t q_t x_t = 256 f - 128 sum.
-    const float d_lo = d * static_cast<float>(sc_lo), d_hi = d * static_cast<float>(sc_hi);
-    float a = 256.f * d_lo * f_lo;
-    a = fmaf(-fmaf(128.f, d_lo, dmin * static_cast<float>(m_lo)), sum_lo, a);
-    a = fmaf(256.f * d_hi, f_hi, a);
-    return fmaf(-fmaf(128.f, d_hi, dmin * static_cast<float>(m_hi)), sum_hi, a);
+  }
+  __device__ static float Dot(const Frag& f, const float4* xv, float2 xsum, int u, const jllm_u8* /*row*/) {
+    jllm_u32 lo[4], hi[4];
+    Codes(f, u, lo, hi);
+    return KQuantF32(f.hdr, (u & 7) >> 1, ByteDot16(lo, xv), ByteDot16(hi, xv + 4), xsum);
   }
 
   static constexpr bool kX8 = true;
   static constexpr bool kHalfSums = true;  // the f32 dot takes the sums of its unit's two runs
   __device__ static int HalfOf(int e) { return (e >> 5) & 1; }
   __device__ static float DotX8(const Frag& f, uint4 xa, uint4 xb, float4 meta, int u, const jllm_u8* /*row*/) {
-    const jllm_u32 w[4] = {f.qs.x, f.qs.y, f.qs.z, f.qs.w};
     jllm_u32 lo[4], hi[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      lo[i] = w[i] & 0x0F0F0F0Fu;
-      hi[i] = (w[i] >> 4) & 0x0F0F0F0Fu;
-    }
+    Codes(f, u, lo, hi);
     return KQuantX8(f.hdr, (u & 7) >> 1, jllm_dp4a4(lo, xa), jllm_dp4a4(hi, xb), meta);
   }
 
@@ -154,43 +155,30 @@ struct WType<lay::kQ5_K> {
             jllm_load_stream16(blk + q::kQ5KQhOffset + 16 * (k & 1)),
             jllm_load_stream16(blk)};
   }
-  __device__ static float Dot(const Frag& f, const float4* xv, float2 xsum, int u, const jllm_u8* /*row*/) {
+  // The unit's 5-bit quant values as bytes: run A (low nibbles) and run B (high nibbles).
+  __device__ static void Codes(const Frag& f, int u, jllm_u32 (&lo)[4], jllm_u32 (&hi)[4]) {
     const int c = (u & 7) >> 1;
     const jllm_u32 w[4] = {f.qs.x, f.qs.y, f.qs.z, f.qs.w};
     const jllm_u32 h[4] = {f.qh.x, f.qh.y, f.qh.z, f.qh.w};
-    jllm_u32 lo[4], hi[4];
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       lo[i] = (w[i] & 0x0F0F0F0Fu) | (((h[i] >> (2 * c)) & 0x01010101u) << 4);
       hi[i] = ((w[i] >> 4) & 0x0F0F0F0Fu) | (((h[i] >> (2 * c + 1)) & 0x01010101u) << 4);
     }
-    const float f_lo = ByteDot16(lo, xv), f_hi = ByteDot16(hi, xv + 4);
-    const float sum_lo = xsum.x, sum_hi = xsum.y;
-    int sc_lo, m_lo, sc_hi, m_hi;
-    KScalesPair(f.hdr.y, f.hdr.z, f.hdr.w, c, sc_lo, m_lo, sc_hi, m_hi);
-    const float d = jllm_half_to_float(static_cast<jllm_u16>(f.hdr.x & 0xFFFFu));
-    const float dmin = jllm_half_to_float(static_cast<jllm_u16>(f.hdr.x >> 16));
-    const float d_lo = d * static_cast<float>(sc_lo), d_hi = d * static_cast<float>(sc_hi);
-    float a = 256.f * d_lo * f_lo;
-    a = fmaf(-fmaf(128.f, d_lo, dmin * static_cast<float>(m_lo)), sum_lo, a);
-    a = fmaf(256.f * d_hi, f_hi, a);
-    return fmaf(-fmaf(128.f, d_hi, dmin * static_cast<float>(m_hi)), sum_hi, a);
+  }
+  __device__ static float Dot(const Frag& f, const float4* xv, float2 xsum, int u, const jllm_u8* /*row*/) {
+    jllm_u32 lo[4], hi[4];
+    Codes(f, u, lo, hi);
+    return KQuantF32(f.hdr, (u & 7) >> 1, ByteDot16(lo, xv), ByteDot16(hi, xv + 4), xsum);
   }
 
   static constexpr bool kX8 = true;
   static constexpr bool kHalfSums = true;  // the f32 dot takes the sums of its unit's two runs
   __device__ static int HalfOf(int e) { return (e >> 5) & 1; }
   __device__ static float DotX8(const Frag& f, uint4 xa, uint4 xb, float4 meta, int u, const jllm_u8* /*row*/) {
-    const int c = (u & 7) >> 1;
-    const jllm_u32 w[4] = {f.qs.x, f.qs.y, f.qs.z, f.qs.w};
-    const jllm_u32 h[4] = {f.qh.x, f.qh.y, f.qh.z, f.qh.w};
     jllm_u32 lo[4], hi[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      lo[i] = (w[i] & 0x0F0F0F0Fu) | (((h[i] >> (2 * c)) & 0x01010101u) << 4);
-      hi[i] = ((w[i] >> 4) & 0x0F0F0F0Fu) | (((h[i] >> (2 * c + 1)) & 0x01010101u) << 4);
-    }
-    return KQuantX8(f.hdr, c, jllm_dp4a4(lo, xa), jllm_dp4a4(hi, xb), meta);
+    Codes(f, u, lo, hi);
+    return KQuantX8(f.hdr, (u & 7) >> 1, jllm_dp4a4(lo, xa), jllm_dp4a4(hi, xb), meta);
   }
 
   __device__ static void Dequant8(const jllm_u8* row, int e, float* out) {
@@ -243,26 +231,36 @@ struct WType<lay::kQ6_K> {
             jllm_load_ro32(body + q::kQ6KScalesOffset + 4 * ((ga + 4) >> 2))};
   }
   // `row` is needed for the d value at the row tail (read through L1: 32 lanes share 4 values).
-  template <int kK>
-  __device__ static float DotK(const Frag& f, const float4* xv, float2 xsum, int u, const jllm_u8* row) {
-    const int k = u & 7, hh = k >> 2, up = (k >> 1) & 1, jj = k & 1;
+  // The unit's 6-bit quant values (before the -32 offset) as bytes: runs A and B.
+  __device__ static void Codes(const Frag& f, int u, jllm_u32 (&a)[4], jllm_u32 (&b)[4]) {
+    const int up = ((u & 7) >> 1) & 1;
     const jllm_u32 w[4] = {f.ql.x, f.ql.y, f.ql.z, f.ql.w};
     const jllm_u32 h[4] = {f.qh.x, f.qh.y, f.qh.z, f.qh.w};
-    jllm_u32 a[4], b[4];
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       a[i] = (w[i] & 0x0F0F0F0Fu) | (((h[i] >> (2 * up)) & 0x03030303u) << 4);
       b[i] = ((w[i] >> 4) & 0x0F0F0F0Fu) | (((h[i] >> (4 + 2 * up)) & 0x03030303u) << 4);
     }
-    const float f_a = ByteDot16(a, xv), f_b = ByteDot16(b, xv + 4);
-    const float sum_a = xsum.x, sum_b = xsum.y;
+  }
+  // The scales of runs A and B and the block's d (from the row tail).
+  template <int kK>
+  __device__ static void Scales(const Frag& f, int u, const jllm_u8* row, float& sc_a, float& sc_b, float& d) {
+    const int k = u & 7, hh = k >> 2, up = (k >> 1) & 1, jj = k & 1;
     // Scale groups of 16: A is group 8hh + 2up + jj, B the same + 4 (same byte, next word).
     const int ga = 8 * hh + 2 * up + jj;
-    const float sc_a = static_cast<float>(static_cast<jllm_i8>((f.sc_a >> (8 * (ga & 3))) & 0xFF));
-    const float sc_b = static_cast<float>(static_cast<jllm_i8>((f.sc_b >> (8 * (ga & 3))) & 0xFF));
-    const float d = jllm_half_to_float(jllm_load_u16(row + lay::TailOffset(lay::kQ6_K, kK) + 2 * (u >> 3)));
+    sc_a = static_cast<float>(static_cast<jllm_i8>((f.sc_a >> (8 * (ga & 3))) & 0xFF));
+    sc_b = static_cast<float>(static_cast<jllm_i8>((f.sc_b >> (8 * (ga & 3))) & 0xFF));
+    d = jllm_half_to_float(jllm_load_u16(row + lay::TailOffset(lay::kQ6_K, kK) + 2 * (u >> 3)));
+  }
+  template <int kK>
+  __device__ static float DotK(const Frag& f, const float4* xv, float2 xsum, int u, const jllm_u8* row) {
+    jllm_u32 a[4], b[4];
+    Codes(f, u, a, b);
+    const float f_a = ByteDot16(a, xv), f_b = ByteDot16(b, xv + 4);
+    float sc_a, sc_b, d;
+    Scales<kK>(f, u, row, sc_a, sc_b, d);
     // sum_t (q_t - 32) x_t = 256 f - 160 sum.
-    const float dot = fmaf(sc_a, fmaf(256.f, f_a, -160.f * sum_a), sc_b * fmaf(256.f, f_b, -160.f * sum_b));
+    const float dot = fmaf(sc_a, fmaf(256.f, f_a, -160.f * xsum.x), sc_b * fmaf(256.f, f_b, -160.f * xsum.y));
     return d * dot;
   }
 
@@ -271,19 +269,10 @@ struct WType<lay::kQ6_K> {
   __device__ static int HalfOf(int e) { return (e >> 6) & 1; }
   template <int kK>
   __device__ static float DotX8K(const Frag& f, uint4 xa, uint4 xb, float4 meta, int u, const jllm_u8* row) {
-    const int k = u & 7, hh = k >> 2, up = (k >> 1) & 1, jj = k & 1;
-    const jllm_u32 w[4] = {f.ql.x, f.ql.y, f.ql.z, f.ql.w};
-    const jllm_u32 h[4] = {f.qh.x, f.qh.y, f.qh.z, f.qh.w};
     jllm_u32 a[4], b[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      a[i] = (w[i] & 0x0F0F0F0Fu) | (((h[i] >> (2 * up)) & 0x03030303u) << 4);
-      b[i] = ((w[i] >> 4) & 0x0F0F0F0Fu) | (((h[i] >> (4 + 2 * up)) & 0x03030303u) << 4);
-    }
-    const int ga = 8 * hh + 2 * up + jj;
-    const float sc_a = static_cast<float>(static_cast<jllm_i8>((f.sc_a >> (8 * (ga & 3))) & 0xFF));
-    const float sc_b = static_cast<float>(static_cast<jllm_i8>((f.sc_b >> (8 * (ga & 3))) & 0xFF));
-    const float d = jllm_half_to_float(jllm_load_u16(row + lay::TailOffset(lay::kQ6_K, kK) + 2 * (u >> 3)));
+    Codes(f, u, a, b);
+    float sc_a, sc_b, d;
+    Scales<kK>(f, u, row, sc_a, sc_b, d);
     // sum_t (q_t - 32)·xq_t = Σ q·xq - 32 Σ xq.
     const float pa = static_cast<float>(jllm_dp4a4(a, xa)) - 32.f * meta.y;
     const float pb = static_cast<float>(jllm_dp4a4(b, xb)) - 32.f * meta.w;
