@@ -117,7 +117,7 @@ TEST(Nvrtc, EveryKernelSpecOfTheReferenceModelsCompilesForEveryTarget) {
     ASSERT_TRUE(g.ok()) << g.status();
     ASSERT_TRUE(passes::RunPipeline(*g, passes::DefaultPipelineConfig()).ok());
     add(*g, "tiny-coder");
-  } else if (::jllm::testing::TestDataRequired()) {
+  } else if (::jllm::testing::TinyCoderRequired()) {
     ADD_FAILURE() << coder << " is absent: under JLLM_REQUIRE_ORACLES=1 its specs must be in this run";
   } else {
     std::cout << "tiny-coder not found at " << coder << "; its specs are not in this run\n";

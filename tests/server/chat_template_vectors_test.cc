@@ -1,4 +1,5 @@
-// Chat requests rendered into prompts, against ../shared/qwen3/chat-template-vectors.jsonl:
+// Chat requests rendered into prompts, against tests/data/qwen3/chat-template-vectors.jsonl (a copy
+// of ../shared/qwen3's, whose README says how it was made):
 // conversations rendered by Hugging Face transformers' apply_chat_template with Qwen3's own
 // Jinja template (tools declared, tool calls with object or string arguments, several tool
 // responses, reasoning in history, thinking off). Each case goes through the request parser
@@ -15,7 +16,7 @@
 namespace jllm::server {
 namespace {
 
-const std::string kVectors = ::jllm::testing::SharedDir() + "/qwen3/chat-template-vectors.jsonl";
+const std::string kVectors = ::jllm::testing::RepoTestData("qwen3/chat-template-vectors.jsonl");
 
 TEST(ChatTemplateVectorsTest, RequestsRenderAsTransformersRendersThem) {
   JLLM_REQUIRE_TEST_DATA(std::filesystem::exists(kVectors), kVectors << " is not present");
