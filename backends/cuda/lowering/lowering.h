@@ -91,10 +91,10 @@ struct LoweredGraph {
 // with Qwen3's shapes lowers.
 absl::StatusOr<LoweredGraph> LowerGraph(const ir::Graph& graph);
 
-// Whether the decode GEMVs of the K-quants and q8_0 read x quantized to int8 (dp4a) rather than
-// f32: only when the environment says JLLM_GEMV_X8=1. Faster, but logits move ~0.5 % from
-// cpu_ref's, over --validate's bound, so greedy decoding can take other tokens; docs/PERF.md
-// has the A/B.
-bool GemvInt8Activations();
+// How the decode GEMVs of the K-quants and q8_0 read x, from JLLM_GEMV_X at lowering: "f32"
+// (0), "i8" (1: int8 runs of 16, dp4a; logits move ~4 % from cpu_ref's on 4b, over --validate's
+// bound) or "i16" (2: int16 runs as two int8 planes, two dp4a; about cpu_ref's precision).
+// Other types always read f32. docs/PERF.md has the A/B.
+int GemvActivationPlanes();
 
 }  // namespace jllm::cuda
