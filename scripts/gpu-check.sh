@@ -146,18 +146,24 @@ profile() {
 step profile 300 profile
 ab() {  # A/B of the decode switches on 4b (docs/PERF.md): tuning overrides at lowering, PDL at run
   local v name env
+  local p
   for v in "default:" "pdl-off:JLLM_PDL=0" "r2-minb2:JLLM_GEMV_R=2 JLLM_GEMV_MINB=2" \
-           "depth4-minb1:JLLM_GEMV_DEPTH=4 JLLM_GEMV_MINB=1" "x8:JLLM_GEMV_X8=1" \
-           "x8-r2-minb2:JLLM_GEMV_X8=1 JLLM_GEMV_R=2 JLLM_GEMV_MINB=2"; do
+           "x-f32:JLLM_GEMV_X=f32" "x-i16:JLLM_GEMV_X=i16" "x-i8:JLLM_GEMV_X=i8" \
+           "x-i16-r2-minb2:JLLM_GEMV_X=i16 JLLM_GEMV_R=2 JLLM_GEMV_MINB=2" \
+           "x-i16-depth4-minb2:JLLM_GEMV_X=i16 JLLM_GEMV_DEPTH=4 JLLM_GEMV_MINB=2"; do
     name=${v%%:*} env=${v#*:}
     echo "--- $name ($env)"
     env $env "$bin/jllm-compile" "$work/models/4b.gguf" -o "$work/models/ab.plan" > /dev/null 2>&1 || return 1
     env $env "$bin/jllm-bench" "$work/models/ab.plan" -p 0 -n 128 -r 2 2>&1 | grep -E "tg128|error"
   done
-  echo "--- x8 against cpu_ref"  # int8 activations move the logits: how far
-  JLLM_GEMV_X8=1 "$bin/jllm-compile" "$work/models/4b.gguf" -o "$work/models/ab.plan" > /dev/null 2>&1 &&
-  JLLM_GEMV_X8=1 "$bin/jllm-run" "$work/models/ab.plan" -p "The quick brown fox jumps over the lazy dog." -n 16 \
-    --validate 2>&1 | tail -1
+  for v in i16 i8 f32; do  # quantized activations move the logits: how far from cpu_ref
+    for p in 0.6b 4b; do
+      echo "--- x-$v $p against cpu_ref"
+      JLLM_GEMV_X=$v "$bin/jllm-compile" "$work/models/$p.gguf" -o "$work/models/ab.plan" > /dev/null 2>&1 &&
+      JLLM_GEMV_X=$v "$bin/jllm-run" "$work/models/ab.plan" -p "The quick brown fox jumps over the lazy dog." \
+        -n 16 --validate 2>&1 | tail -1
+    done
+  done
   return 0
 }
 step ab 600 ab

@@ -33,9 +33,9 @@ class OpRunner {
   // Row `pos` of layer `layer`'s K (which = 0) or V cache as f32; Unimplemented where the
   // backend does not expose it (its appends are then checked through attention).
   virtual absl::StatusOr<std::vector<float>> ReadKvRow(int64_t layer, int which, int64_t pos) = 0;
-  // Whether the backend's one-token matmuls read x quantized to int8 (the CUDA GEMV's dp4a
-  // path): those cases are then held to OpCase::max_nmse_x8.
-  virtual bool Int8DecodeActivations() const { return false; }
+  // How the backend's one-token matmuls read x (the CUDA GEMV's dp4a paths): 0 f32, 1 int8
+  // (cases held to OpCase::max_nmse_x8), 2 int16 as two int8 planes (OpCase::max_nmse_x16).
+  virtual int DecodeActivationPlanes() const { return 0; }
 };
 
 struct Comparison {
@@ -48,7 +48,8 @@ struct OpCase {
   std::string name;
   double max_nmse;
   std::function<Comparison(std::mt19937&, OpRunner&)> run;
-  double max_nmse_x8 = 0;  // > 0: the bound on runners whose decode matmuls quantize x to int8
+  double max_nmse_x8 = 0;   // > 0: the bound on runners whose decode matmuls quantize x to int8
+  double max_nmse_x16 = 0;  // > 0: the same for int16 x
 };
 
 std::vector<OpCase> AllOpCases();
@@ -64,10 +65,10 @@ inline void PrintTo(const OpCase& c, std::ostream* os) { *os << c.name; }
 class BackendOpRunner : public OpRunner {
  public:
   using Factory = std::function<absl::StatusOr<std::unique_ptr<Backend>>(const TestModel&)>;
-  BackendOpRunner(std::string name, Factory factory, bool int8_decode_activations = false)
-      : name_(std::move(name)), factory_(std::move(factory)), int8_x_(int8_decode_activations) {}
+  BackendOpRunner(std::string name, Factory factory, int decode_activation_planes = 0)
+      : name_(std::move(name)), factory_(std::move(factory)), x_planes_(decode_activation_planes) {}
   std::string name() const override { return name_; }
-  bool Int8DecodeActivations() const override { return int8_x_; }
+  int DecodeActivationPlanes() const override { return x_planes_; }
   absl::Status Load(const TestModel& model, int64_t max_context) override;
   absl::StatusOr<std::vector<std::vector<float>>> Run(int64_t n_tokens, int64_t pos0,
                                                       std::vector<NamedInput> inputs) override;
@@ -78,7 +79,7 @@ class BackendOpRunner : public OpRunner {
  private:
   std::string name_;
   Factory factory_;
-  bool int8_x_;
+  int x_planes_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<BlobWeightSource> source_;
   std::vector<std::string> outputs_;

@@ -16,7 +16,7 @@ namespace {
 std::unique_ptr<OpRunner> EmulatedCuda() {
   return std::make_unique<BackendOpRunner>("cuda (emulated)", [](const TestModel&) -> absl::StatusOr<std::unique_ptr<Backend>> {
     return cuda::CreateCudaBackendOn(std::make_unique<cuda::emu::EmuDevice>(), {});
-  }, cuda::GemvInt8Activations());
+  }, cuda::GemvActivationPlanes());
 }
 
 class EmuCudaOpTest : public ::testing::TestWithParam<OpCase> {};
@@ -29,30 +29,32 @@ TEST_P(EmuCudaOpTest, MatchesDoubleReference) {
 INSTANTIATE_TEST_SUITE_P(AllOps, EmuCudaOpTest, ::testing::ValuesIn(AllOpCases()),
                          [](const ::testing::TestParamInfo<OpCase>& info) { return OpCaseName(info.param); });
 
-// The one-token matmul cases again with the GEMV's int8-activation path (JLLM_GEMV_X8=1), held
-// to their x8 bounds.
-class EmuCudaX8OpTest : public ::testing::TestWithParam<OpCase> {
+// The one-token matmul cases of the types with a quantized-x dot again with the GEMV's other
+// activation modes (the default, i16, runs above): JLLM_GEMV_X=i8 and f32, each held to its bound.
+class EmuCudaQuantizedXOpTest : public ::testing::TestWithParam<OpCase> {
  protected:
-  void SetUp() override { setenv("JLLM_GEMV_X8", "1", 1); }
-  void TearDown() override { unsetenv("JLLM_GEMV_X8"); }
+  void RunWith(const char* mode, int planes) {
+    setenv("JLLM_GEMV_X", mode, 1);
+    ASSERT_EQ(cuda::GemvActivationPlanes(), planes);
+    auto runner = EmulatedCuda();
+    ASSERT_EQ(runner->DecodeActivationPlanes(), planes);
+    CheckOpCase(GetParam(), *runner);
+  }
+  void TearDown() override { unsetenv("JLLM_GEMV_X"); }
 };
 
-TEST_P(EmuCudaX8OpTest, MatchesDoubleReference) {
-  ASSERT_TRUE(cuda::GemvInt8Activations());
-  auto runner = EmulatedCuda();
-  ASSERT_TRUE(runner->Int8DecodeActivations());
-  CheckOpCase(GetParam(), *runner);
-}
+TEST_P(EmuCudaQuantizedXOpTest, Int8MatchesDoubleReference) { RunWith("i8", 1); }
+TEST_P(EmuCudaQuantizedXOpTest, F32MatchesDoubleReference) { RunWith("f32", 0); }
 
-std::vector<OpCase> X8Cases() {
+std::vector<OpCase> QuantizedXCases() {
   std::vector<OpCase> out;
   for (OpCase& c : AllOpCases()) {
-    if (c.max_nmse_x8 > 0) out.push_back(std::move(c));
+    if (c.max_nmse_x8 > 0 && c.max_nmse_x16 > 0) out.push_back(std::move(c));
   }
   return out;
 }
 
-INSTANTIATE_TEST_SUITE_P(Int8Activations, EmuCudaX8OpTest, ::testing::ValuesIn(X8Cases()),
+INSTANTIATE_TEST_SUITE_P(OtherActivationModes, EmuCudaQuantizedXOpTest, ::testing::ValuesIn(QuantizedXCases()),
                          [](const ::testing::TestParamInfo<OpCase>& info) { return OpCaseName(info.param); });
 
 }  // namespace

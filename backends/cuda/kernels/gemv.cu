@@ -19,7 +19,8 @@
 //
 // Constants (-D): JLLM_K, JLLM_NM (members), JLLM_T<m> / JLLM_N<m> (ggml type id and rows of
 // member m), JLLM_R, JLLM_NW, JLLM_KSPLIT, JLLM_DEPTH, JLLM_MINB (CTAs per SM the registers must
-// allow), JLLM_X8 (int8 x for the types that have an int8 dot), JLLM_NORM, JLLM_RESIDUAL,
+// allow), JLLM_XPLANES (0: f32 x; 1: int8 x, 2: int16 x for the types with a quantized-x dot,
+// weight_types.cuh), JLLM_NORM, JLLM_RESIDUAL,
 // JLLM_SWIGLU.
 #include "kernel_args.h"
 #include "launch_geometry.h"
@@ -40,7 +41,7 @@ constexpr int kDepth = JLLM_DEPTH;
 constexpr bool kNorm = JLLM_NORM;
 constexpr bool kResidual = JLLM_RESIDUAL;
 constexpr bool kSwiglu = JLLM_SWIGLU;
-constexpr bool kX8Mode = JLLM_X8;
+constexpr int kXPlanes = JLLM_XPLANES;
 
 #ifndef JLLM_T1
 #define JLLM_T1 JLLM_T0
@@ -76,14 +77,17 @@ constexpr int SlotOf(int m) {
 }
 constexpr int kSlots = SlotOf(kMemberGroups - 1) + (FirstOf(kMemberGroups - 1) == kMemberGroups - 1 ? 1 : 0);
 constexpr int kSlotFloat4 = geo::GemvSlotFloat4(kK);  // f32 parts, then float2 run sums
-// Member m reads int8 x (weight_types.cuh): a slot of three arrays of its units — the A runs,
-// the B runs (uint4 each) and (d_A, Σq_A, d_B, Σq_B) — instead of f32 x.
+// Member m reads quantized x (weight_types.cuh): a slot of arrays of its units — the A runs,
+// the B runs (uint4 each), (d_A, Σq_A, d_B, Σq_B), and with two planes the low bytes of the A
+// and B runs — instead of f32 x. q8_0 has no B runs: its low plane takes the B array.
 template <int kM>
-constexpr bool UsesX8() { return kX8Mode && WType<kType[kM]>::kX8; }
+constexpr bool UsesXq() { return kXPlanes > 0 && WType<kType[kM]>::kXq; }
 template <int kM>
-constexpr bool StagesF32() { return kM < kMemberGroups && FirstOf(kM) == kM && !UsesX8<kM>(); }
+constexpr int LoArray() { return kType[kM] == jllm::cuda::layout::kQ8_0 ? 1 : 3; }
 template <int kM>
-constexpr bool StagesX8() { return kM < kMemberGroups && FirstOf(kM) == kM && UsesX8<kM>(); }
+constexpr bool StagesF32() { return kM < kMemberGroups && FirstOf(kM) == kM && !UsesXq<kM>(); }
+template <int kM>
+constexpr bool StagesXq() { return kM < kMemberGroups && FirstOf(kM) == kM && UsesXq<kM>(); }
 template <int kM>
 constexpr bool StagesSums() { return StagesF32<kM>() && WType<kType[kM]>::kHalfSums; }
 constexpr int SplitGroup(int s) { return s * kGroups256 / kKsplit; }  // first 256-group of split s
@@ -95,7 +99,9 @@ static_assert(!kSwiglu || (kNm == 2 && kType[0] == kType[1] && kRows[0] == kRows
 static_assert(!kResidual || kNm == 1, "the residual epilogue is for a single matmul");
 static_assert(kKsplit >= 1 && kKsplit <= kGroups256, "KSPLIT in 1..K/256");
 static_assert(kDepth >= 1 && kDepth <= 8, "DEPTH in 1..8");
-static_assert(3 * kK / 16 <= kSlotFloat4, "an int8 slot (3 arrays of units of >= 16 elements) fits");
+static_assert(kXPlanes >= 0 && kXPlanes <= 2, "XPLANES 0, 1 or 2");
+static_assert(3 * kK / 16 <= kSlotFloat4 && 5 * kK / 32 <= kSlotFloat4,
+              "a quantized slot (3 arrays of 16-element units, or 5 of 32-element units) fits");
 
 struct Range {
   int begin, end;  // items [begin, end) of this CTA
@@ -109,14 +115,16 @@ __device__ __forceinline__ void StageSlot(const float4& v, int e, float4* xs) {
   xs[SlotOf(kM) * kSlotFloat4 + W::PartOf(e) * kUnitsK + W::UnitOf(e)] = v;
 }
 
-// The 16-element run at e, quantized (q: 4 words of int8, d, Σq), into member kM's slot.
+// The 16-element run at e, quantized (q: 4 words of int8 — the high plane with two planes —,
+// q_lo: the low plane, d, Σq), into member kM's slot.
 template <int kM>
-__device__ __forceinline__ void StageRunX8(const uint4& q, float d, float sum, int e, float4* xs) {
+__device__ __forceinline__ void StageRunXq(const uint4& q, const uint4& q_lo, float d, float sum, int e, float4* xs) {
   using W = WType<kType[kM]>;
   constexpr int kUnitsK = kGroups256 * W::kUnits256;
   float4* slot = xs + SlotOf(kM) * kSlotFloat4;
   const int u = W::UnitOf(e), half = W::HalfOf(e);
   reinterpret_cast<uint4*>(slot)[half * kUnitsK + u] = q;
+  if constexpr (kXPlanes == 2) reinterpret_cast<uint4*>(slot)[(LoArray<kM>() + half) * kUnitsK + u] = q_lo;
   float* meta = reinterpret_cast<float*>(slot + 2 * kUnitsK + u);
   meta[2 * half] = d;
   meta[2 * half + 1] = sum;
@@ -154,8 +162,8 @@ __device__ __forceinline__ void StageX(const jllm::cuda::GemvArgs& args, int s_l
       if constexpr (StagesF32<2>()) StageSlot<2>(v, e, xs);
     }
   }
-  constexpr bool kAnyX8 = StagesX8<0>() || StagesX8<1>() || StagesX8<2>();
-  if constexpr (kAnyX8 || StagesSums<0>() || StagesSums<1>() || StagesSums<2>()) {
+  constexpr bool kAnyXq = StagesXq<0>() || StagesXq<1>() || StagesXq<2>();
+  if constexpr (kAnyXq || StagesSums<0>() || StagesSums<1>() || StagesSums<2>()) {
     for (int e = e0 + 16 * threadIdx.x; e < e1; e += 16 * kThreads) {
       float v[16];
 #pragma unroll
@@ -169,23 +177,32 @@ __device__ __forceinline__ void StageX(const jllm::cuda::GemvArgs& args, int s_l
       if constexpr (StagesSums<0>()) StageRunSum<0>(fsum, e, xs);
       if constexpr (StagesSums<1>()) StageRunSum<1>(fsum, e, xs);
       if constexpr (StagesSums<2>()) StageRunSum<2>(fsum, e, xs);
-      if constexpr (kAnyX8) {
+      if constexpr (kAnyXq) {
+        constexpr float kQmax = kXPlanes == 2 ? static_cast<float>(kX16Max) : 127.0f;
         float amax = 0.f;
 #pragma unroll
         for (int i = 0; i < 16; ++i) amax = fmaxf(amax, fabsf(v[i]));
-        const float d = amax / 127.0f, id = amax > 0.f ? 127.0f / amax : 0.f;
-        jllm_u32 w[4] = {0, 0, 0, 0};
+        const float d = amax / kQmax, id = amax > 0.f ? kQmax / amax : 0.f;
+        jllm_u32 w[4] = {0, 0, 0, 0}, w_lo[4] = {0, 0, 0, 0};
         int sum = 0;
 #pragma unroll
         for (int i = 0; i < 16; ++i) {
           const int qv = static_cast<int>(roundf(v[i] * id));
           sum += qv;
-          w[i >> 2] |= (static_cast<jllm_u32>(qv) & 0xFFu) << (8 * (i & 3));
+          const int shift = 8 * (i & 3);
+          if constexpr (kXPlanes == 2) {
+            const int hi = (qv + 128) >> 8;  // arithmetic shift: floor((q + 128) / 256)
+            w[i >> 2] |= (static_cast<jllm_u32>(hi) & 0xFFu) << shift;
+            w_lo[i >> 2] |= (static_cast<jllm_u32>(qv - 256 * hi) & 0xFFu) << shift;
+          } else {
+            w[i >> 2] |= (static_cast<jllm_u32>(qv) & 0xFFu) << shift;
+          }
         }
         const uint4 q = make_uint4(w[0], w[1], w[2], w[3]);
-        if constexpr (StagesX8<0>()) StageRunX8<0>(q, d, static_cast<float>(sum), e, xs);
-        if constexpr (StagesX8<1>()) StageRunX8<1>(q, d, static_cast<float>(sum), e, xs);
-        if constexpr (StagesX8<2>()) StageRunX8<2>(q, d, static_cast<float>(sum), e, xs);
+        const uint4 q_lo = make_uint4(w_lo[0], w_lo[1], w_lo[2], w_lo[3]);
+        if constexpr (StagesXq<0>()) StageRunXq<0>(q, q_lo, d, static_cast<float>(sum), e, xs);
+        if constexpr (StagesXq<1>()) StageRunXq<1>(q, q_lo, d, static_cast<float>(sum), e, xs);
+        if constexpr (StagesXq<2>()) StageRunXq<2>(q, q_lo, d, static_cast<float>(sum), e, xs);
       }
     }
   }
@@ -337,17 +354,22 @@ __device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int sp
         }
         if (ul < n_units) {
           const int u = u0 + ul;
-          if constexpr (UsesX8<kM>()) {
+          if constexpr (UsesXq<kM>()) {
+            constexpr bool kOneRun = T == jllm::cuda::layout::kQ8_0;
             const uint4* xq = reinterpret_cast<const uint4*>(xsl);
-            const uint4 xa = xq[u];
-            const uint4 xb = T == jllm::cuda::layout::kQ8_0 ? make_uint4(0, 0, 0, 0) : xq[kUnitsK + u];
+            const uint4 zero = make_uint4(0, 0, 0, 0);
+            XRuns x{xq[u], kOneRun ? zero : xq[kUnitsK + u], zero, zero};
+            if constexpr (kXPlanes == 2) {
+              x.a_lo = xq[LoArray<kM>() * kUnitsK + u];
+              if constexpr (!kOneRun) x.b_lo = xq[(LoArray<kM>() + 1) * kUnitsK + u];
+            }
             const float4 meta = xsl[2 * kUnitsK + u];
 #pragma unroll
             for (int j = 0; j < kMembersPerItem; ++j) {
 #pragma unroll
               for (int r = 0; r < kR; ++r) {
                 if (row0 + r < kN) {
-                  acc[j][r] += UnitDotX8<T, kK>(f[b][j][r], xa, xb, meta, u, wbase[j] + (row0 + r) * kRowStride);
+                  acc[j][r] += UnitDotXq<T, kK, kXPlanes>(f[b][j][r], x, meta, u, wbase[j] + (row0 + r) * kRowStride);
                 }
               }
             }

@@ -11,10 +11,12 @@
 //    reading consecutive units read consecutive float4 slots (no bank conflicts). The K-quants
 //    (kHalfSums) also take the sums of the unit's two runs of 16 elements (A, B below), staged
 //    once instead of added up by every row's dot.
-//  - the same units against int8 activations (kX8 types: the K-quants and q8_0): x is quantized
-//    in aligned runs of 16 elements (d = max|x| / 127, q = round(x / d)), and a unit's elements
-//    are two such runs, A and B (HalfOf(e)), in the order of the unit's quant bytes, so DotX8
-//    multiplies them with dp4a; `meta` holds (d_A, Σq_A, d_B, Σq_B). q8_0 units have only A.
+//  - the same units against quantized activations (kXq types: the K-quants and q8_0): x is
+//    quantized in aligned runs of 16 elements (d = max|x| / qmax, q = round(x / d)), and a unit's
+//    elements are two such runs, A and B (HalfOf(e)), in the order of the unit's quant bytes, so
+//    DotXq multiplies them with dp4a; `meta` holds (d_A, Σq_A, d_B, Σq_B). q8_0 units have only A.
+//    kPlanes 1: int8 x (qmax 127). kPlanes 2: int16 x (qmax kX16Max) as two int8 planes,
+//    q = 256·hi + lo, so each run costs two dp4a passes and the result is exact in int32.
 #pragma once
 
 #include "jllm_common.cuh"
@@ -27,6 +29,25 @@ namespace q = jllm::quant;
 
 template <int kType>
 struct WType;
+
+// A unit's quantized x: runs A and B, and with two planes their low bytes (x = 256·hi + lo).
+struct XRuns {
+  uint4 a, b, a_lo, b_lo;
+};
+
+// The int16 x of two planes: |q| <= 127·256, so hi = (q + 128) >> 8 is in [-127, 127] and
+// lo = q - 256·hi in [-128, 127].
+constexpr int kX16Max = 127 * 256;
+
+// Σ code·q over one run of 16 (codes as 4 words of bytes).
+template <int kPlanes>
+__device__ __forceinline__ int RunDot(const jllm_u32 (&c)[4], uint4 x, uint4 x_lo) {
+  if constexpr (kPlanes == 1) {
+    return jllm_dp4a4(c, x);
+  } else {
+    return jllm_dp4a4(c, x) * 256 + jllm_dp4a4(c, x_lo);
+  }
+}
 
 // Sums of (0.5 + q/256)·x over 4 words of bytes q (each < 128) and 4 float4 of x.
 __device__ __forceinline__ float ByteDot16(const jllm_u32 (&w)[4], const float4* xv) {
@@ -69,9 +90,9 @@ __device__ __forceinline__ float KQuantF32(uint4 hdr, int c, float f_lo, float f
   return fmaf(-fmaf(128.f, d_hi, dmin * static_cast<float>(m_hi)), xsum.y, a);
 }
 
-// A Q4_K/Q5_K unit against int8 x: sum_t (d·sc·q_t - dmin·m)·dx·xq_t over each half, from the
-// dp4a sums pa, pb (Σ q·xq) and meta's Σ xq; `hdr` is the block's first 16 bytes.
-__device__ __forceinline__ float KQuantX8(uint4 hdr, int c, int pa, int pb, float4 meta) {
+// A Q4_K/Q5_K unit against quantized x: sum_t (d·sc·q_t - dmin·m)·dx·xq_t over each half, from
+// the dp4a sums pa, pb (Σ q·xq) and meta's Σ xq; `hdr` is the block's first 16 bytes.
+__device__ __forceinline__ float KQuantXq(uint4 hdr, int c, int pa, int pb, float4 meta) {
   int sc_lo, m_lo, sc_hi, m_hi;
   KScalesPair(hdr.y, hdr.z, hdr.w, c, sc_lo, m_lo, sc_hi, m_hi);
   const float d = jllm_half_to_float(static_cast<jllm_u16>(hdr.x & 0xFFFFu));
@@ -113,13 +134,14 @@ struct WType<lay::kQ4_K> {
     return KQuantF32(f.hdr, (u & 7) >> 1, ByteDot16(lo, xv), ByteDot16(hi, xv + 4), xsum);
   }
 
-  static constexpr bool kX8 = true;
+  static constexpr bool kXq = true;
   static constexpr bool kHalfSums = true;  // the f32 dot takes the sums of its unit's two runs
   __device__ static int HalfOf(int e) { return (e >> 5) & 1; }
-  __device__ static float DotX8(const Frag& f, uint4 xa, uint4 xb, float4 meta, int u, const jllm_u8* /*row*/) {
+  template <int kPlanes>
+  __device__ static float DotXq(const Frag& f, const XRuns& x, float4 meta, int u, const jllm_u8* /*row*/) {
     jllm_u32 lo[4], hi[4];
     Codes(f, u, lo, hi);
-    return KQuantX8(f.hdr, (u & 7) >> 1, jllm_dp4a4(lo, xa), jllm_dp4a4(hi, xb), meta);
+    return KQuantXq(f.hdr, (u & 7) >> 1, RunDot<kPlanes>(lo, x.a, x.a_lo), RunDot<kPlanes>(hi, x.b, x.b_lo), meta);
   }
 
   __device__ static void Dequant8(const jllm_u8* row, int e, float* out) {
@@ -172,13 +194,14 @@ struct WType<lay::kQ5_K> {
     return KQuantF32(f.hdr, (u & 7) >> 1, ByteDot16(lo, xv), ByteDot16(hi, xv + 4), xsum);
   }
 
-  static constexpr bool kX8 = true;
+  static constexpr bool kXq = true;
   static constexpr bool kHalfSums = true;  // the f32 dot takes the sums of its unit's two runs
   __device__ static int HalfOf(int e) { return (e >> 5) & 1; }
-  __device__ static float DotX8(const Frag& f, uint4 xa, uint4 xb, float4 meta, int u, const jllm_u8* /*row*/) {
+  template <int kPlanes>
+  __device__ static float DotXq(const Frag& f, const XRuns& x, float4 meta, int u, const jllm_u8* /*row*/) {
     jllm_u32 lo[4], hi[4];
     Codes(f, u, lo, hi);
-    return KQuantX8(f.hdr, (u & 7) >> 1, jllm_dp4a4(lo, xa), jllm_dp4a4(hi, xb), meta);
+    return KQuantXq(f.hdr, (u & 7) >> 1, RunDot<kPlanes>(lo, x.a, x.a_lo), RunDot<kPlanes>(hi, x.b, x.b_lo), meta);
   }
 
   __device__ static void Dequant8(const jllm_u8* row, int e, float* out) {
@@ -264,18 +287,18 @@ struct WType<lay::kQ6_K> {
     return d * dot;
   }
 
-  static constexpr bool kX8 = true;
+  static constexpr bool kXq = true;
   static constexpr bool kHalfSums = true;
   __device__ static int HalfOf(int e) { return (e >> 6) & 1; }
-  template <int kK>
-  __device__ static float DotX8K(const Frag& f, uint4 xa, uint4 xb, float4 meta, int u, const jllm_u8* row) {
+  template <int kK, int kPlanes>
+  __device__ static float DotXqK(const Frag& f, const XRuns& x, float4 meta, int u, const jllm_u8* row) {
     jllm_u32 a[4], b[4];
     Codes(f, u, a, b);
     float sc_a, sc_b, d;
     Scales<kK>(f, u, row, sc_a, sc_b, d);
     // sum_t (q_t - 32)·xq_t = Σ q·xq - 32 Σ xq.
-    const float pa = static_cast<float>(jllm_dp4a4(a, xa)) - 32.f * meta.y;
-    const float pb = static_cast<float>(jllm_dp4a4(b, xb)) - 32.f * meta.w;
+    const float pa = static_cast<float>(RunDot<kPlanes>(a, x.a, x.a_lo)) - 32.f * meta.y;
+    const float pb = static_cast<float>(RunDot<kPlanes>(b, x.b, x.b_lo)) - 32.f * meta.w;
     return d * fmaf(sc_a * meta.x, pa, sc_b * meta.z * pb);
   }
 
@@ -327,14 +350,14 @@ struct WType<lay::kQ8_0> {
     return d * acc;
   }
 
-  static constexpr bool kX8 = true;
+  static constexpr bool kXq = true;
   static constexpr bool kHalfSums = false;
   __device__ static int HalfOf(int) { return 0; }
-  template <int kK>
-  __device__ static float DotX8K(const Frag& f, uint4 xa, uint4 /*xb*/, float4 meta, int u, const jllm_u8* row) {
+  template <int kK, int kPlanes>
+  __device__ static float DotXqK(const Frag& f, const XRuns& x, float4 meta, int u, const jllm_u8* row) {
     const jllm_u32 w[4] = {f.qs.x, f.qs.y, f.qs.z, f.qs.w};
     const float d = jllm_half_to_float(jllm_load_u16(row + lay::TailOffset(lay::kQ8_0, kK) + 2 * (u >> 1)));
-    return d * meta.x * static_cast<float>(jllm_dp4a4(w, xa));
+    return d * meta.x * static_cast<float>(RunDot<kPlanes>(w, x.a, x.a_lo));
   }
 
   template <int kK>
@@ -349,7 +372,7 @@ struct WType<lay::kQ8_0> {
 // ---- f16, bf16, f32 ------------------------------------------------------------------------
 template <int kType>
 struct WTypeHalf {
-  static constexpr bool kX8 = false;
+  static constexpr bool kXq = false;
   static constexpr bool kHalfSums = false;
   static constexpr int kUnits256 = 32;  // 8 elements per unit
   static constexpr int kParts = 2;
@@ -388,7 +411,7 @@ struct WType<lay::kBF16> : WTypeHalf<lay::kBF16> {};
 
 template <>
 struct WType<lay::kF32> {
-  static constexpr bool kX8 = false;
+  static constexpr bool kXq = false;
   static constexpr bool kHalfSums = false;
   static constexpr int kUnits256 = 64;  // 4 elements per unit
   static constexpr int kParts = 1;
@@ -422,13 +445,13 @@ __device__ __forceinline__ float UnitDot(const typename WType<kType>::Frag& f, c
     return WType<kType>::Dot(f, xv, xsum, u, row);
   }
 }
-template <int kType, int kK>
-__device__ __forceinline__ float UnitDotX8(const typename WType<kType>::Frag& f, uint4 xa, uint4 xb, float4 meta,
-                                           int u, const jllm_u8* row) {
+template <int kType, int kK, int kPlanes>
+__device__ __forceinline__ float UnitDotXq(const typename WType<kType>::Frag& f, const XRuns& x, float4 meta, int u,
+                                           const jllm_u8* row) {
   if constexpr (kType == lay::kQ6_K || kType == lay::kQ8_0) {
-    return WType<kType>::template DotX8K<kK>(f, xa, xb, meta, u, row);
+    return WType<kType>::template DotXqK<kK, kPlanes>(f, x, meta, u, row);
   } else {
-    return WType<kType>::DotX8(f, xa, xb, meta, u, row);
+    return WType<kType>::template DotXq<kPlanes>(f, x, meta, u, row);
   }
 }
 template <int kType, int kK>

@@ -1,6 +1,7 @@
 #include "backends/cuda/lowering/lowering.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <string>
@@ -33,21 +34,24 @@ static_assert(static_cast<int>(ir::KvDType::kF16) == 0 && static_cast<int>(ir::K
               "kv_cache.cuh's element type ids are ir's KvDType");
 
 // Tuning heuristics (per-shape tuning replaces them later; see docs/PERF.md). Each can be
-// overridden for A/B measurements by an environment variable read at lowering (jllm-compile):
+// overridden for A/B measurements by an environment variable read wherever the graph is lowered
+// (the CUDA backend at load; jllm-compile for --arch CUBINs, which match only the same values):
 // JLLM_GEMV_R, JLLM_GEMV_NW, JLLM_GEMV_DEPTH, JLLM_GEMV_MINB, JLLM_GEMV_ITEMS, JLLM_GEMV_KSPLIT,
-// JLLM_GEMV_X8 (lowering.h).
-// GEMV (docs/PERF.md, "GEMV v3"): one row (or the same row of gate and up) per warp item, DEPTH 2
-// unit steps of 16-byte loads in flight per lane, registers capped for MINB CTAs of NW warps
-// per SM: measured on the H200, occupancy beats x reuse across rows (R = 2) and deeper rings
-// (each costs registers); K is split until every warp of a GPU of kGemvTargetSms SMs has
-// ITEMS items (/10), which bounds the imbalance between warps.
+// JLLM_GEMV_X (lowering.h).
+// GEMV (docs/PERF.md, "GEMV v3", "int16 activations"): one row (or the same row of gate and up)
+// per warp item, DEPTH 2 unit steps of 16-byte loads in flight per lane, registers capped for
+// MINB CTAs of NW warps per SM, x as int16: measured on the H200, occupancy beats x reuse across
+// rows (R = 2) and deeper rings (each costs registers); K is split only until every warp of a GPU
+// of kGemvTargetSms SMs has ITEMS/10 items — with int16 x a split's ticket costs more than the
+// imbalance it removes, so only matrices with fewer row groups than half the warps are split.
 constexpr int kGemvRows = 1;
 constexpr int kGemvWarps = 8;
 constexpr int kGemvDepth = 2;
 constexpr int kGemvMinBlocks = 3;
-constexpr int kGemvItemsPerWarpX10 = 25;
+constexpr int kGemvItemsPerWarpX10 = 5;
 constexpr int kGemvTargetSms = 132;
 constexpr int kGemvMaxSplit = 8;
+constexpr int kGemvActivationPlanes = 2;  // int16 x (GemvActivationPlanes, lowering.h)
 constexpr int kGemmBm = 128, kGemmBn = 64, kGemmTm = 8, kGemmTn = 4;
 constexpr int kAttnSplits = 32;
 constexpr int kAttnMinChunk = 64;  // positions: fewer, fuller splits at short context
@@ -66,9 +70,19 @@ int64_t TuningOverride(const char* name, int64_t fallback) {
 
 }  // namespace
 
-bool GemvInt8Activations() {
-  const char* v = std::getenv("JLLM_GEMV_X8");
-  return v != nullptr && std::string_view(v) == "1";
+int GemvActivationPlanes() {
+  const char* v = std::getenv("JLLM_GEMV_X");
+  if (v == nullptr || *v == '\0') return kGemvActivationPlanes;
+  const std::string_view s(v);
+  if (s == "f32") return 0;
+  if (s == "i8") return 1;
+  if (s == "i16") return 2;
+  static bool warned = false;
+  if (!warned) {
+    std::fprintf(stderr, "jllm: JLLM_GEMV_X=%s is not f32, i8 or i16; using the default\n", v);
+    warned = true;
+  }
+  return kGemvActivationPlanes;
 }
 
 namespace {
@@ -182,14 +196,16 @@ class Lowerer {
     defs.push_back(D("JLLM_KSPLIT", ksplit));
     defs.push_back(D("JLLM_DEPTH", TuningOverride("JLLM_GEMV_DEPTH", kGemvDepth)));
     defs.push_back(D("JLLM_MINB", TuningOverride("JLLM_GEMV_MINB", kGemvMinBlocks)));
-    defs.push_back(D("JLLM_X8", GemvInt8Activations()));
+    const int x_planes = GemvActivationPlanes();
+    defs.push_back(D("JLLM_XPLANES", x_planes));
     defs.push_back(D("JLLM_NORM", norm));
     defs.push_back(D("JLLM_RESIDUAL", residual.present()));
     defs.push_back(D("JLLM_SWIGLU", swiglu));
     KernelSpec s = Base("gemv.cu", "gemv",
                         absl::StrCat("gemv ", absl::StrJoin(types, "+"), " ", absl::StrJoin(rows, "+"),
                                      "x", k, norm ? " +norm" : "", residual.present() ? " +residual" : "",
-                                     swiglu ? " +swiglu" : "", ksplit > 1 ? absl::StrCat(" split", ksplit) : ""),
+                                     swiglu ? " +swiglu" : "", ksplit > 1 ? absl::StrCat(" split", ksplit) : "",
+                                     x_planes == 1 ? " x:i8" : x_planes == 2 ? " x:i16" : ""),
                         defs, 32 * nw);
     s.grid_x = row_groups * ksplit;  // at most one CTA an item
     s.persistent = true;

@@ -91,10 +91,10 @@ struct LoweredGraph {
 // with Qwen3's shapes lowers.
 absl::StatusOr<LoweredGraph> LowerGraph(const ir::Graph& graph);
 
-// Whether the decode GEMVs of the K-quants and q8_0 read x quantized to int8 (dp4a) rather than
-// f32: only when the environment says JLLM_GEMV_X8=1. Faster, but logits move ~0.5 % from
-// cpu_ref's, over --validate's bound, so greedy decoding can take other tokens; docs/PERF.md
-// has the A/B.
-bool GemvInt8Activations();
+// How the decode GEMVs of the K-quants and q8_0 read x, from JLLM_GEMV_X at lowering: "i16"
+// (2, the default: int16 runs of 16 as two int8 planes, two dp4a passes; logits within --validate's
+// bound, ~5e-4 on 4b), "i8" (1: int8 runs, one dp4a pass; ~4 % from cpu_ref's on 4b, over the
+// bound) or "f32" (0). Other types always read f32. docs/PERF.md has the A/B.
+int GemvActivationPlanes();
 
 }  // namespace jllm::cuda
