@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "absl/container/flat_hash_set.h"
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 
 namespace jllm {
@@ -32,6 +34,12 @@ absl::Status ValidateSamplingParams(const SamplingParams& o) {
     return absl::InvalidArgumentError(absl::StrCat(
         "repeat penalty must be a finite number > 0 (1 = off), not ", o.repeat_penalty));
   }
+  for (const auto& [name, v] : {std::pair{"presence penalty", o.presence_penalty},
+                                 std::pair{"frequency penalty", o.frequency_penalty}}) {
+    if (!std::isfinite(v)) {
+      return absl::InvalidArgumentError(absl::StrCat(name, " must be a finite number (0 = off), not ", v));
+    }
+  }
   if (o.repeat_last_n < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("repeat-last-n must be >= 0, not ", o.repeat_last_n));
@@ -39,14 +47,17 @@ absl::Status ValidateSamplingParams(const SamplingParams& o) {
   return absl::OkStatus();
 }
 
-void ApplyRepetitionPenalty(absl::Span<float> logits, absl::Span<const int32_t> recent,
-                            float penalty) {
-  if (penalty == 1.0f) return;
-  absl::flat_hash_set<int32_t> seen;
+void ApplyPenalties(absl::Span<float> logits, absl::Span<const int32_t> recent, const SamplingParams& params) {
+  if (!params.Penalizes()) return;
+  absl::flat_hash_map<int32_t, int32_t> count;
   for (int32_t id : recent) {
-    if (id < 0 || static_cast<size_t>(id) >= logits.size() || !seen.insert(id).second) continue;
+    if (id >= 0 && static_cast<size_t>(id) < logits.size()) ++count[id];
+  }
+  for (const auto& [id, n] : count) {
     float& l = logits[id];
-    l = l > 0 ? l / penalty : l * penalty;
+    const float rp = params.repeat_penalty;
+    l = l > 0 ? l / rp : l * rp;
+    l -= static_cast<float>(n) * params.frequency_penalty + params.presence_penalty;
   }
 }
 
@@ -112,7 +123,7 @@ void KeepMinP(std::vector<Candidate>& c, float min_p) {
 SamplingChoice SamplingDistribution(absl::Span<const float> logits, absl::Span<const int32_t> recent,
                                     const SamplingParams& params) {
   std::vector<float> penalized(logits.begin(), logits.end());
-  ApplyRepetitionPenalty(absl::MakeSpan(penalized), recent, params.repeat_penalty);
+  ApplyPenalties(absl::MakeSpan(penalized), recent, params);
   SamplingChoice choice;
   if (params.temperature <= 0.0f) {
     choice.candidates = SortedCandidates(penalized, 1);

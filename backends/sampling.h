@@ -1,7 +1,6 @@
 // The sampler's semantics on the host: the reference every backend's sampler is held to (cpu_ref
 // calls it; kernels/sample.cu reimplements it on the device and is tested against it). Settings
-// are jllm::SamplingParams (backends/sampling_params.h): the repetition penalty over the recent
-// context, then top-k, top-p, min-p, temperature, and a draw keyed by (seed, position).
+// are jllm::SamplingParams (backends/sampling_params.h): the penalties over the recent context, then top-k, top-p, min-p, temperature, and a draw keyed by (seed, position).
 // Temperature 0 is greedy: the arg-max of the penalized logits (lowest id on ties).
 //
 // Each stage is a free function on a candidate list sorted by descending logit (ties: lower id
@@ -18,7 +17,8 @@
 namespace jllm {
 
 // InvalidArgument naming the option: temperature finite and >= 0, top_p in (0, 1], min_p in
-// [0, 1], repeat_penalty finite and > 0, repeat_last_n >= 0.
+// [0, 1], repeat_penalty finite and > 0, presence and frequency penalties finite,
+// repeat_last_n >= 0.
 absl::Status ValidateSamplingParams(const SamplingParams& o);
 
 struct Candidate {
@@ -26,10 +26,10 @@ struct Candidate {
   float logit;
 };
 
-// Every token whose id is in `recent` (once, however often it occurs): a positive logit is
-// divided by `penalty`, a negative one multiplied by it.
-void ApplyRepetitionPenalty(absl::Span<float> logits, absl::Span<const int32_t> recent,
-                            float penalty);
+// Every token whose id is in `recent`, once however often it occurs: a positive logit is
+// divided by params.repeat_penalty, a negative one multiplied by it; then it loses
+// frequency_penalty × (its count in `recent`) + presence_penalty.
+void ApplyPenalties(absl::Span<float> logits, absl::Span<const int32_t> recent, const SamplingParams& params);
 
 // All tokens, sorted; with k > 0 only the k best are sorted and kept (a partial sort). NaN ranks
 // last, as -infinity.
@@ -43,7 +43,7 @@ std::vector<double> CandidateProbabilities(const std::vector<Candidate>& c,
                                            float temperature = 1.0f);
 
 // The candidates and probabilities a draw chooses from (greedy: the one arg-max, p = 1), after
-// the penalty over `recent`.
+// the penalties over `recent`.
 struct SamplingChoice {
   std::vector<Candidate> candidates;
   std::vector<double> probabilities;

@@ -14,7 +14,7 @@
 namespace jllm::runtime {
 
 using SamplerOptions = jllm::SamplingParams;
-using jllm::ApplyRepetitionPenalty;
+using jllm::ApplyPenalties;
 using jllm::Candidate;
 using jllm::CandidateProbabilities;
 using jllm::KeepMinP;

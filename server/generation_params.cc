@@ -50,14 +50,9 @@ absl::StatusOr<SamplingRequest> ReadSampling(const Json& body) {
   ASSIGN_OR_RETURN(s.temperature, NumberIn(body, "temperature", 0, kInf, false, "[0, inf) (0 = greedy)"));
   ASSIGN_OR_RETURN(s.top_p, NumberIn(body, "top_p", 0, 1, true, "(0, 1]"));
   ASSIGN_OR_RETURN(s.min_p, NumberIn(body, "min_p", 0, 1, false, "[0, 1]"));
-  for (const char* key : {"presence_penalty", "frequency_penalty"}) {
-    ASSIGN_OR_RETURN(std::optional<float> penalty, NumberIn(body, key, -2, 2, false, "[-2, 2]"));
-    if (penalty.value_or(0) != 0) {
-      return FieldError(key, absl::StrCat(key, " is not supported yet (jllm's sampler has only the "
-                                          "repetition penalty): leave it unset or 0, or use "
-                                          "repetition_penalty"));
-    }
-  }
+  // OpenAI's range; applied over the server's --repeat-last-n window, as llama-server does.
+  ASSIGN_OR_RETURN(s.presence_penalty, NumberIn(body, "presence_penalty", -2, 2, false, "[-2, 2] (0 = off)"));
+  ASSIGN_OR_RETURN(s.frequency_penalty, NumberIn(body, "frequency_penalty", -2, 2, false, "[-2, 2] (0 = off)"));
   ASSIGN_OR_RETURN(s.repetition_penalty,
                    NumberIn(body, "repetition_penalty", 0, kInf, true, "(0, inf) (1 = off)"));
   ASSIGN_OR_RETURN(std::optional<int64_t> top_k, GetInteger(body, "top_k"));

@@ -17,7 +17,7 @@ namespace jllm::server {
 struct SamplingRequest {
   std::optional<float> temperature, top_p, min_p;
   std::optional<int32_t> top_k;
-  std::optional<float> repetition_penalty;
+  std::optional<float> repetition_penalty, presence_penalty, frequency_penalty;
   std::optional<uint64_t> seed;  // -1 in the request: a random seed, as llama.cpp
 };
 
@@ -30,9 +30,8 @@ struct GenerationParams {
   SamplingRequest sampling;
 };
 
-// Reads the shared fields of `body` (a JSON object). Refuses n != 1, a response_format other
-// than text, and a presence or frequency penalty other than 0 (the sampler has neither yet),
-// saying so.
+// Reads the shared fields of `body` (a JSON object). Refuses n != 1 and a response_format other
+// than text, saying so.
 absl::StatusOr<GenerationParams> ParseGenerationParams(const Json& body);
 
 }  // namespace jllm::server

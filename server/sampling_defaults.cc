@@ -18,6 +18,8 @@ runtime::SamplerOptions ResolveSampling(const SamplingRequest& request, const Sa
   o.top_k = request.top_k.value_or(flags.top_k.value_or(o.top_k));
   o.min_p = request.min_p.value_or(flags.min_p.value_or(o.min_p));
   o.repeat_penalty = request.repetition_penalty.value_or(flags.repeat_penalty.value_or(o.repeat_penalty));
+  o.presence_penalty = request.presence_penalty.value_or(flags.presence_penalty.value_or(o.presence_penalty));
+  o.frequency_penalty = request.frequency_penalty.value_or(flags.frequency_penalty.value_or(o.frequency_penalty));
   o.repeat_last_n = flags.repeat_last_n.value_or(o.repeat_last_n);
   o.seed = request.seed.value_or(flags.seed.value_or(random_seed));
   return o;

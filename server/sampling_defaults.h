@@ -13,7 +13,7 @@ namespace jllm::server {
 
 // The sampling flags the server was started with; unset: not given on the command line.
 struct SamplingFlags {
-  std::optional<float> temperature, top_p, min_p, repeat_penalty;
+  std::optional<float> temperature, top_p, min_p, repeat_penalty, presence_penalty, frequency_penalty;
   std::optional<int32_t> top_k, repeat_last_n;
   std::optional<uint64_t> seed;
   int64_t max_tokens = -1;  // -n: the token limit of a request that gives none (-1: none)

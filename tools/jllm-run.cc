@@ -173,6 +173,14 @@ int Main(int argc, char** argv) {
   app.add_option("--repeat-penalty", so.repeat_penalty, "repetition penalty (1 = off)")
       ->check(RealRange(0, FLT_MAX, /*min_exclusive=*/true, "1 = off"))
       ->capture_default_str();
+  app.add_option("--presence-penalty", so.presence_penalty,
+                 "subtracted once from each token in the penalty window (0 = off)")
+      ->check(RealRange(-2, 2, false, "0 = off"))
+      ->capture_default_str();
+  app.add_option("--frequency-penalty", so.frequency_penalty,
+                 "subtracted per occurrence of each token in the penalty window (0 = off)")
+      ->check(RealRange(-2, 2, false, "0 = off"))
+      ->capture_default_str();
   app.add_option("--repeat-last-n", so.repeat_last_n,
                  "recent tokens the penalty looks at (0 = off, -1 = the whole context)")
       ->check(IntRange(-1, INT32_MAX, "0 = off, -1 = the whole context"))

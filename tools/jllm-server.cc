@@ -71,7 +71,7 @@ int Main(int argc, char** argv) {
   int64_t ctx = 0;
   int64_t threads = 0;
   bool no_think = false;
-  float temp = 0, top_p = 0, min_p = 0, repeat_penalty = 0;
+  float temp = 0, top_p = 0, min_p = 0, repeat_penalty = 0, presence_penalty = 0, frequency_penalty = 0;
   int32_t top_k = 0, repeat_last_n = 0;
   int64_t seed = -1;
   jllm::server::SamplingFlags& flags = load.service.sampling;
@@ -109,6 +109,10 @@ int Main(int argc, char** argv) {
                         ->check(RealRange(0, 1, false, "0 = off"));
   auto* rp_opt = app.add_option("--repeat-penalty", repeat_penalty, "repetition penalty when a request gives none (1 = off)")
                      ->check(RealRange(0, FLT_MAX, /*min_exclusive=*/true, "1 = off"));
+  auto* pp_opt = app.add_option("--presence-penalty", presence_penalty, "presence penalty when a request gives none (0 = off)")
+                     ->check(RealRange(-2, 2, false, "0 = off"));
+  auto* fp_opt = app.add_option("--frequency-penalty", frequency_penalty, "frequency penalty when a request gives none (0 = off)")
+                     ->check(RealRange(-2, 2, false, "0 = off"));
   auto* rln_opt = app.add_option("--repeat-last-n", repeat_last_n, "recent tokens the penalties look at")
                       ->check(IntRange(0, INT32_MAX, "0 = off"));
   app.add_option("--seed", seed, "random seed when a request gives none (-1: a random one per request)")
@@ -132,6 +136,8 @@ int Main(int argc, char** argv) {
   if (top_p_opt->count()) flags.top_p = top_p;
   if (min_p_opt->count()) flags.min_p = min_p;
   if (rp_opt->count()) flags.repeat_penalty = repeat_penalty;
+  if (pp_opt->count()) flags.presence_penalty = presence_penalty;
+  if (fp_opt->count()) flags.frequency_penalty = frequency_penalty;
   if (rln_opt->count()) flags.repeat_last_n = repeat_last_n;
   if (seed >= 0) flags.seed = static_cast<uint64_t>(seed);
   for (auto mode : {jllm::server::SamplingMode::kChatThinking, jllm::server::SamplingMode::kCompletion}) {

@@ -104,6 +104,10 @@ inline std::vector<SampleCase> SampleCases() {
     s.repeat_last_n = last_n;
     return s;
   };
+  auto with_pf = [](SamplingParams s, float presence, float frequency) {
+    s.presence_penalty = presence, s.frequency_penalty = frequency;
+    return s;
+  };
   return {
       {"greedy", p(0, 40, 0.95f, 0.05f, 1, 64)},
       {"greedy_penalty", p(0, 40, 0.95f, 0.05f, 1.5f, 16)},
@@ -114,6 +118,11 @@ inline std::vector<SampleCase> SampleCases() {
       {"min_p_only", p(1.3f, 0, 1, 0.1f, 1, 64)},
       {"everything_off_hot", p(2, 0, 1, 0, 1, 64)},
       {"penalty_and_all", p(0.7f, 30, 0.8f, 0.02f, 1.3f, 8)},
+      // OpenAI's penalties: a repeated token's count decides (the odd draws repeat one token).
+      {"greedy_presence", with_pf(p(0, 40, 0.95f, 0.05f, 1, 64), 2.0f, 0)},  // decides the top tie
+      {"greedy_frequency", with_pf(p(0, 40, 0.95f, 0.05f, 1, 64), 0, 0.9f)},
+      {"greedy_presence_frequency", with_pf(p(0, 40, 0.95f, 0.05f, 1, 32), 0.5f, 0.7f)},
+      {"presence_frequency_and_all", with_pf(p(0.9f, 30, 0.9f, 0.02f, 1.2f, 16), -0.4f, 1.1f)},
   };
 }
 
@@ -139,6 +148,12 @@ inline void CheckDeviceSamplerMatchesReference(DeviceApi& dev, int64_t vocab, in
       if (i % 5 == 0) logits[best] = logits[pick(rng)] = 30.0f;  // a tie at the top
       std::vector<int32_t> ctx(20 + i % 37);
       for (int32_t& t : ctx) t = i % 2 == 0 ? pick(rng) : best;  // repeats: the penalty dedupes
+      if (i % 4 == 3) {
+        // best twice as often as a close rival: with a frequency penalty the counts decide.
+        const int32_t rival = pick(rng);
+        logits[best] = 30.0f, logits[rival] = 29.5f;
+        for (size_t j = 0; j < ctx.size(); j += 3) ctx[j] = rival;
+      }
       const int64_t n = static_cast<int64_t>(ctx.size());
       const int64_t first = std::max<int64_t>(0, n - std::max(params.repeat_last_n, 0));
       const std::vector<int32_t> recent(ctx.begin() + first, ctx.end());

@@ -38,16 +38,51 @@ SamplerOptions AllOff(float temperature = 1.0f) {
   return o;
 }
 
+SamplerOptions Penalties(float repeat, float presence, float frequency) {
+  SamplerOptions o;
+  o.repeat_penalty = repeat, o.presence_penalty = presence, o.frequency_penalty = frequency;
+  return o;
+}
+
 TEST(RepetitionPenalty, DividesPositiveAndMultipliesNegativeLogitsOncePerToken) {
   std::vector<float> l = {2.0f, -2.0f, 1.0f, 0.5f, 0.0f};
   // Token 1 appears twice but is penalized once; 4 has logit 0 (stays 0); 7 is out of range.
   const std::vector<int32_t> recent = {0, 1, 1, 4, 7, -1};
-  ApplyRepetitionPenalty(absl::MakeSpan(l), recent, 2.0f);
+  ApplyPenalties(absl::MakeSpan(l), recent, Penalties(2.0f, 0, 0));
   EXPECT_THAT(l, ElementsAre(1.0f, -4.0f, 1.0f, 0.5f, 0.0f));
 
   std::vector<float> same = {3.0f, -1.0f};
-  ApplyRepetitionPenalty(absl::MakeSpan(same), std::vector<int32_t>{0, 1}, 1.0f);
+  ApplyPenalties(absl::MakeSpan(same), std::vector<int32_t>{0, 1}, Penalties(1.0f, 0, 0));
   EXPECT_THAT(same, ElementsAre(3.0f, -1.0f));
+}
+
+TEST(PresenceAndFrequencyPenalties, SubtractOncePerTokenAndOncePerOccurrence) {
+  // Counts in the window: token 0 once, 1 three times, 3 twice; 2 and 4 absent; 9 out of range.
+  const std::vector<int32_t> recent = {1, 0, 1, 3, 1, 3, 9, -2};
+  std::vector<float> l = {2.0f, -2.0f, 1.0f, 0.5f, 4.0f};
+  ApplyPenalties(absl::MakeSpan(l), recent, Penalties(1.0f, 0.5f, 0.25f));
+  // 2 - (1·0.25 + 0.5), -2 - (3·0.25 + 0.5), 1, 0.5 - (2·0.25 + 0.5), 4.
+  EXPECT_THAT(l, ElementsAre(1.25f, -3.25f, 1.0f, -0.5f, 4.0f));
+
+  // With the repetition penalty too: first divided (or multiplied), then subtracted.
+  std::vector<float> both = {2.0f, -2.0f, 1.0f, 0.5f, 4.0f};
+  ApplyPenalties(absl::MakeSpan(both), recent, Penalties(2.0f, -1.0f, 1.0f));
+  // 2/2 - (1 - 1), -2·2 - (3 - 1), 1, 0.5/2 - (2 - 1), 4.
+  EXPECT_THAT(both, ElementsAre(1.0f, -6.0f, 1.0f, -0.75f, 4.0f));
+}
+
+TEST(PresenceAndFrequencyPenalties, ChangeTheGreedyToken) {
+  SamplerOptions o = Penalties(1.0f, 0.0f, 1.0f);
+  o.temperature = 0;
+  const std::vector<float> l = {5.0f, 4.5f, 1.0f};
+  EXPECT_EQ(SampleToken(l, std::vector<int32_t>{}, o, 0), 0);
+  EXPECT_EQ(SampleToken(l, std::vector<int32_t>{0}, o, 1), 1);  // 5 - 1 < 4.5
+  o = Penalties(1.0f, 0.4f, 0.0f);
+  o.temperature = 0;
+  EXPECT_EQ(SampleToken(l, std::vector<int32_t>{0, 0, 0}, o, 3), 0);  // 5 - 0.4 > 4.5: once
+  o = Penalties(1.0f, 0.6f, 0.0f);
+  o.temperature = 0;
+  EXPECT_EQ(SampleToken(l, std::vector<int32_t>{0}, o, 1), 1);  // 5 - 0.6 < 4.5
 }
 
 TEST(Candidates, SortedByLogitThenId) {
@@ -227,6 +262,12 @@ TEST(SamplerOptions, InvalidValuesAreNamed) {
   o = {};
   o.repeat_penalty = 0;
   EXPECT_THAT(ValidateSamplerOptions(o).message(), ::testing::HasSubstr("repeat penalty"));
+  o = {};
+  o.presence_penalty = NAN;
+  EXPECT_THAT(ValidateSamplerOptions(o).message(), ::testing::HasSubstr("presence penalty"));
+  o = {};
+  o.frequency_penalty = INFINITY;
+  EXPECT_THAT(ValidateSamplerOptions(o).message(), ::testing::HasSubstr("frequency penalty"));
   o = {};
   o.repeat_last_n = -2;
   EXPECT_THAT(ValidateSamplerOptions(o).message(), ::testing::HasSubstr("repeat-last-n"));

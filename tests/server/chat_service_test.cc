@@ -212,12 +212,17 @@ TEST_F(ByteReplyTest, SamplingDefaultsFollowThinkingAndYieldToFlagsAndRequests) 
   SamplingFlags flags;
   flags.temperature = 0.3f;
   flags.top_k = 5;
+  flags.presence_penalty = 0.5f;
+  flags.frequency_penalty = 0.25f;
   SamplingRequest request;
   request.top_k = 9;
+  request.frequency_penalty = 1.0f;
   const runtime::SamplerOptions o = ResolveSampling(request, flags, SamplingMode::kChatThinking, 77);
   EXPECT_EQ(o.temperature, 0.3f);  // the flag over Qwen3's 0.6
   EXPECT_EQ(o.top_k, 9);           // the request over the flag
   EXPECT_EQ(o.top_p, kQwen3Thinking.top_p);
+  EXPECT_EQ(o.presence_penalty, 0.5f);   // the flag
+  EXPECT_EQ(o.frequency_penalty, 1.0f);  // the request over the flag
   EXPECT_EQ(o.seed, 77u);
   const runtime::SamplerOptions completion = ResolveSampling({}, {}, SamplingMode::kCompletion, 1);
   EXPECT_EQ(completion.temperature, runtime::SamplerOptions{}.temperature);  // jllm-run's

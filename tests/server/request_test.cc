@@ -50,8 +50,8 @@ TEST(ChatRequestTest, ReadsMessagesSamplingAndStreaming) {
        "tool_calls": [{"id": "call_1", "type": "function",
                        "function": {"name": "calc", "arguments": "{\"expr\": \"2+2\"}"}}]},
       {"role": "tool", "tool_call_id": "call_1", "content": "4"}],
-    "temperature": 0.5, "top_p": 0.9, "top_k": 7, "min_p": 0.1, "presence_penalty": 0,
-    "frequency_penalty": 0.0, "repetition_penalty": 1.1, "seed": 42, "max_tokens": 9,
+    "temperature": 0.5, "top_p": 0.9, "top_k": 7, "min_p": 0.1, "presence_penalty": 0.25,
+    "frequency_penalty": -1.5, "repetition_penalty": 1.1, "seed": 42, "max_tokens": 9,
     "max_completion_tokens": 11, "stop": ["\n\n", "END"], "stream": true,
     "stream_options": {"include_usage": true}, "n": 1,
     "chat_template_kwargs": {"enable_thinking": false}, "user": "ignored"})");
@@ -76,6 +76,8 @@ TEST(ChatRequestTest, ReadsMessagesSamplingAndStreaming) {
   EXPECT_EQ(g.sampling.top_k, 7);
   EXPECT_EQ(g.sampling.min_p, 0.1f);
   EXPECT_EQ(g.sampling.repetition_penalty, 1.1f);
+  EXPECT_EQ(g.sampling.presence_penalty, 0.25f);
+  EXPECT_EQ(g.sampling.frequency_penalty, -1.5f);
   EXPECT_EQ(g.sampling.seed, 42u);
   EXPECT_FALSE(r->parse_tool_calls);  // no tools declared
 }
@@ -137,8 +139,7 @@ TEST(ChatRequestTest, BadRequestsNameTheField) {
   ExpectRefused(with(R"("top_k": -3)"), "top_k", ">= 0");
   ExpectRefused(with(R"("min_p": 2)"), "min_p", "[0, 1]");
   ExpectRefused(with(R"("presence_penalty": 3)"), "presence_penalty", "[-2, 2]");
-  ExpectRefused(with(R"("presence_penalty": 0.5)"), "presence_penalty", "not supported yet");
-  ExpectRefused(with(R"("frequency_penalty": -1)"), "frequency_penalty", "not supported yet");
+  ExpectRefused(with(R"("frequency_penalty": -2.5)"), "frequency_penalty", "[-2, 2]");
   ExpectRefused(with(R"("frequency_penalty": "x")"), "frequency_penalty", "must be a number");
   ExpectRefused(with(R"("repetition_penalty": 0)"), "repetition_penalty", "(0, inf)");
   ExpectRefused(with(R"("seed": "x")"), "seed", "must be an integer");

@@ -1,5 +1,5 @@
 // Samples the next token from one row of logits on the device, with exactly the semantics of
-// backends/sampling.cc (penalty -> top-k -> top-p -> min-p -> temperature -> counter-based draw),
+// backends/sampling.cc (penalties -> top-k -> top-p -> min-p -> temperature -> counter-based draw),
 // and advances the step state: a decode step copies back nothing but the token id.
 //
 // Every filter keeps a prefix of the candidates sorted by (logit desc, id asc), so no sort is
@@ -156,9 +156,10 @@ JLLM_KERNEL(sample, jllm::cuda::SampleArgs, kThreads, 1) {
   const int pos = args.state->pos;  // position of the token whose logits these are
   const unsigned serial = args.state->serial + 1;
 
-  // Repetition penalty over the distinct ids among the last repeat_last_n context tokens.
+  // The penalties over the distinct ids among the last repeat_last_n context tokens: the thread
+  // that stamps an id first penalizes it, counting its occurrences in the window.
   const float* lg = args.logits;
-  if (p.repeat_penalty != 1.0f && p.repeat_last_n > 0) {
+  if (p.Penalizes()) {
     for (int i = tid; i < kV; i += kThreads) args.work[i] = lg[i];
     __syncthreads();
     const int first = max(0, pos + 1 - p.repeat_last_n);
@@ -166,8 +167,14 @@ JLLM_KERNEL(sample, jllm::cuda::SampleArgs, kThreads, 1) {
       const int id = args.ctx_tokens[q];
       if (id < 0 || id >= kV) continue;
       if (atomicExch(&args.stamps[id], serial) == serial) continue;  // seen in this window
-      const float l = args.work[id];
-      args.work[id] = l > 0 ? l / p.repeat_penalty : l * p.repeat_penalty;
+      float l = args.work[id];
+      l = l > 0 ? l / p.repeat_penalty : l * p.repeat_penalty;
+      if (p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f) {
+        int n = 0;
+        for (int r = first; r <= pos; ++r) n += args.ctx_tokens[r] == id ? 1 : 0;
+        l -= static_cast<float>(n) * p.frequency_penalty + p.presence_penalty;
+      }
+      args.work[id] = l;
     }
     __threadfence_block();
     __syncthreads();
