@@ -37,7 +37,7 @@ static_assert(static_cast<int>(ir::KvDType::kF16) == 0 && static_cast<int>(ir::K
 // overridden for A/B measurements by an environment variable read wherever the graph is lowered
 // (the CUDA backend at load; jllm-compile for --arch CUBINs, which match only the same values):
 // JLLM_GEMV_R, JLLM_GEMV_NW, JLLM_GEMV_DEPTH, JLLM_GEMV_MINB, JLLM_GEMV_ITEMS, JLLM_GEMV_KSPLIT,
-// JLLM_GEMV_X (lowering.h).
+// JLLM_GEMV_X (lowering.h); JLLM_ATTN_SPLITS, JLLM_ATTN_MINCHUNK, JLLM_ATTN_NW (decode attention).
 // GEMV (docs/PERF.md, "GEMV v3", "int16 activations"): one row (or the same row of gate and up)
 // per warp item, DEPTH 2 unit steps of 16-byte loads in flight per lane, registers capped for
 // MINB CTAs of NW warps per SM, x as int16: measured on the H200, occupancy beats x reuse across
@@ -484,15 +484,17 @@ class Lowerer {
     const std::string shape = absl::StrCat(a.n_head, "/", a.n_head_kv, "x", a.head_dim, " ",
                                            Sv(ir::KvDTypeName(kv)));
     {
+      const int64_t splits = std::clamp<int64_t>(TuningOverride("JLLM_ATTN_SPLITS", kAttnSplits), 1, a.head_dim + 1);
+      const int64_t nw = std::clamp<int64_t>(TuningOverride("JLLM_ATTN_NW", kAttnDecodeWarps), 1, 32);
       KernelSpec s = Base("attention_decode.cu", "attention_decode",
                           absl::StrCat("attention_decode ", shape),
                           {D("JLLM_D", a.head_dim), D("JLLM_H", a.n_head), D("JLLM_HK", a.n_head_kv),
-                           D("JLLM_KV", static_cast<int>(kv)), D("JLLM_NSPLIT", kAttnSplits),
-                           D("JLLM_MINCHUNK", kAttnMinChunk),
-                           D("JLLM_NW", kAttnDecodeWarps)},
-                          32 * kAttnDecodeWarps);
+                           D("JLLM_KV", static_cast<int>(kv)), D("JLLM_NSPLIT", splits),
+                           D("JLLM_MINCHUNK", TuningOverride("JLLM_ATTN_MINCHUNK", kAttnMinChunk)),
+                           D("JLLM_NW", nw)},
+                          32 * static_cast<int>(nw));
       s.grid_x = a.n_head_kv;
-      s.grid_y = kAttnSplits;
+      s.grid_y = static_cast<int>(splits);
       s.bytes_per_token = 2 * a.n_head * a.head_dim * 4;
       s.kv_bytes_per_position = 2 * a.n_head_kv * kv_row;
       s.flops_per_token = 0;
@@ -501,7 +503,7 @@ class Lowerer {
       l.spec = Add(std::move(s));
       l.ops = ops;
       l.p0 = a.scale;
-      l.workspace_floats = a.n_head * kAttnSplits * geo::AttentionPartialFloats(static_cast<int>(a.head_dim));
+      l.workspace_floats = a.n_head * splits * geo::AttentionPartialFloats(static_cast<int>(a.head_dim));
       l.workspace_counters = a.n_head_kv;
       nl.decode.push_back(l);
     }
