@@ -163,6 +163,8 @@ TEST_F(JllmServerTest, FlagsOutsideTheirRangeNameTheFlagAndTheRange) {
       {{"--top-p", "0"}, "--top-p: 0 is out of range: give a number in (0, 1]"},
       {{"--top-k", "-5"}, "--top-k: -5 is out of range"},
       {{"--repeat-penalty", "0"}, "--repeat-penalty: 0 is out of range"},
+      {{"--presence-penalty", "-3"}, "--presence-penalty: -3 is out of range"},
+      {{"--frequency-penalty", "inf"}, "--frequency-penalty: 'inf' is not a finite number"},
       {{"--seed", "-2"}, "--seed: -2 is out of range: give an integer >= -1"},
       {{"--host", ""}, "--host: must not be empty"},
       {{"--timeout", "0"}, "--timeout: 0 is out of range"},

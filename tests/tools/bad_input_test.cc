@@ -62,6 +62,8 @@ TEST_F(BadInputTest, RunFlagsOutsideTheirRangeNameTheFlagAndTheRange) {
       {run, {"@m.plan", "-p", "hi", "--top-p", "0"}, "--top-p: 0 is out of range: give a number in (0, 1]"},
       {run, {"@m.plan", "-p", "hi", "--min-p", "1.5"}, "--min-p: 1.5 is out of range"},
       {run, {"@m.plan", "-p", "hi", "--repeat-penalty", "0"}, "--repeat-penalty: 0 is out of range"},
+      {run, {"@m.plan", "-p", "hi", "--presence-penalty", "2.5"}, "--presence-penalty: 2.5 is out of range"},
+      {run, {"@m.plan", "-p", "hi", "--frequency-penalty", "nan"}, "--frequency-penalty: 'nan' is not a finite number"},
       {run, {"@m.plan", "-p", "hi", "--repeat-last-n", "-2"}, "--repeat-last-n: -2 is out of range"},
       {run, {"@m.plan", "-p", "hi", "--stop", ""}, "--stop: must not be empty"},
       {run, {"@m.plan", "-p", "hi", "--no-think"}, "--no-think requires --chat"},
@@ -156,6 +158,8 @@ TEST_F(BadInputTest, FlagsWithLlamaCppMeaningsWork) {
   EXPECT_THAT(r.err, HasSubstr("warning: -t 1000000000 is more than 4 x the"));
   // --repeat-last-n -1: the whole context.
   r = Run(JLLM_RUN_PATH, {P("m.plan"), "-p", "hi", "-n", "2", "--repeat-penalty", "1.1", "--repeat-last-n", "-1"});
+  EXPECT_EQ(r.exit_code, 0) << r.Describe();
+  r = Run(JLLM_RUN_PATH, {P("m.plan"), "-p", "hi", "-n", "2", "--presence-penalty", "-2", "--frequency-penalty", "2"});
   EXPECT_EQ(r.exit_code, 0) << r.Describe();
   ExpectInputsUnchanged("flags with llama.cpp meanings");
 }
