@@ -10,7 +10,10 @@ if [ "${1:-}" = "--sanitize" ]; then
   "$root/scripts/build.sh" -DJLLM_SANITIZE=ON -DJLLM_WITH_CUDA=OFF -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_CXX_FLAGS_RELEASE="-O1 -DNDEBUG" -DCMAKE_C_FLAGS_RELEASE="-O1 -DNDEBUG"
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-  ctest --test-dir "$JLLM_BUILD_DIR" -L cpu --output-on-failure -j"$(nproc)"
+  # The emulated CUDA session (tests/cuda/emu_model_test.cc) runs for ~10 minutes under the
+  # sanitizers, a quarter of this pass; its code paths stay covered here by EmuModelTest and the
+  # emulated op table, and the Release pass runs it in full.
+  ctest --test-dir "$JLLM_BUILD_DIR" -L cpu -E '^EmuModelSessionTest\.' --output-on-failure -j"$(nproc)"
 else
   "$root/scripts/build.sh"
   ctest --test-dir "${JLLM_BUILD_DIR:-$root/build}" --output-on-failure -j"$(nproc)"
