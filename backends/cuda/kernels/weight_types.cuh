@@ -102,11 +102,33 @@ __device__ __forceinline__ float KQuantXq(uint4 hdr, int c, int pa, int pb, floa
   return fmaf(meta.x, a, meta.z * b);
 }
 
+// The dots Q4_K and Q5_K share (their units differ only in how Codes unpacks the quant values):
+// W is the type's WType, which supplies Frag (with its 16-byte header `hdr`) and Codes.
+template <class W>
+struct KQuant45Dots {
+  template <class F>
+  __device__ static float Dot(const F& f, const float4* xv, float2 xsum, int u, const jllm_u8* /*row*/) {
+    jllm_u32 lo[4], hi[4];
+    W::Codes(f, u, lo, hi);
+    return KQuantF32(f.hdr, (u & 7) >> 1, ByteDot16(lo, xv), ByteDot16(hi, xv + 4), xsum);
+  }
+
+  static constexpr bool kXq = true;
+  static constexpr bool kHalfSums = true;  // the f32 dot takes the sums of its unit's two runs
+  __device__ static int HalfOf(int e) { return (e >> 5) & 1; }
+  template <int kPlanes, class F>
+  __device__ static float DotXq(const F& f, const XRuns& x, float4 meta, int u, const jllm_u8* /*row*/) {
+    jllm_u32 lo[4], hi[4];
+    W::Codes(f, u, lo, hi);
+    return KQuantXq(f.hdr, (u & 7) >> 1, RunDot<kPlanes>(lo, x.a, x.a_lo), RunDot<kPlanes>(hi, x.b, x.b_lo), meta);
+  }
+};
+
 // ---- q4_K ---------------------------------------------------------------------------------
 // Unit k (0..7) of a block: qs[16k..16k+16): with c = k/2, h = k%2, low nibbles are elements
 // 64c + 16h + [0,16) (sub-block 2c), high nibbles the same + 32 (sub-block 2c+1).
 template <>
-struct WType<lay::kQ4_K> {
+struct WType<lay::kQ4_K> : KQuant45Dots<WType<lay::kQ4_K>> {
   static constexpr int kUnits256 = 8;
   static constexpr int kParts = 8;
   __device__ static int UnitOf(int e) { return 8 * (e >> 8) + 2 * ((e & 255) >> 6) + ((e >> 4) & 1); }
@@ -128,22 +150,6 @@ struct WType<lay::kQ4_K> {
       hi[i] = (w[i] >> 4) & 0x0F0F0F0Fu;
     }
   }
-  __device__ static float Dot(const Frag& f, const float4* xv, float2 xsum, int u, const jllm_u8* /*row*/) {
-    jllm_u32 lo[4], hi[4];
-    Codes(f, u, lo, hi);
-    return KQuantF32(f.hdr, (u & 7) >> 1, ByteDot16(lo, xv), ByteDot16(hi, xv + 4), xsum);
-  }
-
-  static constexpr bool kXq = true;
-  static constexpr bool kHalfSums = true;  // the f32 dot takes the sums of its unit's two runs
-  __device__ static int HalfOf(int e) { return (e >> 5) & 1; }
-  template <int kPlanes>
-  __device__ static float DotXq(const Frag& f, const XRuns& x, float4 meta, int u, const jllm_u8* /*row*/) {
-    jllm_u32 lo[4], hi[4];
-    Codes(f, u, lo, hi);
-    return KQuantXq(f.hdr, (u & 7) >> 1, RunDot<kPlanes>(lo, x.a, x.a_lo), RunDot<kPlanes>(hi, x.b, x.b_lo), meta);
-  }
-
   __device__ static void Dequant8(const jllm_u8* row, int e, float* out) {
     const q::BlockQ4_K* blk = reinterpret_cast<const q::BlockQ4_K*>(row) + (e >> 8);
     const int r = e & 255, c = r >> 6, hi = (r >> 5) & 1, l0 = r & 31;
@@ -161,7 +167,7 @@ struct WType<lay::kQ4_K> {
 // Units as q4_K over qs; the high bits of unit k's elements are bits 2c (low nibbles) and 2c+1
 // (high nibbles) of qh[16h..16h+16).
 template <>
-struct WType<lay::kQ5_K> {
+struct WType<lay::kQ5_K> : KQuant45Dots<WType<lay::kQ5_K>> {
   static constexpr int kUnits256 = 8;
   static constexpr int kParts = 8;
   __device__ static int UnitOf(int e) { return WType<lay::kQ4_K>::UnitOf(e); }
@@ -188,22 +194,6 @@ struct WType<lay::kQ5_K> {
       hi[i] = ((w[i] >> 4) & 0x0F0F0F0Fu) | (((h[i] >> (2 * c + 1)) & 0x01010101u) << 4);
     }
   }
-  __device__ static float Dot(const Frag& f, const float4* xv, float2 xsum, int u, const jllm_u8* /*row*/) {
-    jllm_u32 lo[4], hi[4];
-    Codes(f, u, lo, hi);
-    return KQuantF32(f.hdr, (u & 7) >> 1, ByteDot16(lo, xv), ByteDot16(hi, xv + 4), xsum);
-  }
-
-  static constexpr bool kXq = true;
-  static constexpr bool kHalfSums = true;  // the f32 dot takes the sums of its unit's two runs
-  __device__ static int HalfOf(int e) { return (e >> 5) & 1; }
-  template <int kPlanes>
-  __device__ static float DotXq(const Frag& f, const XRuns& x, float4 meta, int u, const jllm_u8* /*row*/) {
-    jllm_u32 lo[4], hi[4];
-    Codes(f, u, lo, hi);
-    return KQuantXq(f.hdr, (u & 7) >> 1, RunDot<kPlanes>(lo, x.a, x.a_lo), RunDot<kPlanes>(hi, x.b, x.b_lo), meta);
-  }
-
   __device__ static void Dequant8(const jllm_u8* row, int e, float* out) {
     const q::BlockQ5_K* blk = reinterpret_cast<const q::BlockQ5_K*>(row) + (e >> 8);
     const int r = e & 255, c = r >> 6, hi = (r >> 5) & 1, l0 = r & 31;
