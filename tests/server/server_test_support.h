@@ -192,10 +192,9 @@ struct HttpResult {
   Json json;        // the body parsed, when it is JSON
 };
 
-inline HttpResult Post(httplib::Client& c, const std::string& path, const std::string& body,
-                       const httplib::Headers& headers = {}) {
+// What a client call returned (status -1 where there was no response).
+inline HttpResult ResultOf(const httplib::Result& res) {
   HttpResult r;
-  auto res = c.Post(path.c_str(), headers, body, "application/json");
   if (!res) return r;
   r.status = res->status;
   r.body = res->body;
@@ -204,15 +203,13 @@ inline HttpResult Post(httplib::Client& c, const std::string& path, const std::s
   return r;
 }
 
+inline HttpResult Post(httplib::Client& c, const std::string& path, const std::string& body,
+                       const httplib::Headers& headers = {}) {
+  return ResultOf(c.Post(path.c_str(), headers, body, "application/json"));
+}
+
 inline HttpResult Get(httplib::Client& c, const std::string& path, const httplib::Headers& headers = {}) {
-  HttpResult r;
-  auto res = c.Get(path.c_str(), headers);
-  if (!res) return r;
-  r.status = res->status;
-  r.body = res->body;
-  r.retry_after = res->get_header_value("Retry-After");
-  r.json = Json::parse(r.body, nullptr, /*allow_exceptions=*/false);
-  return r;
+  return ResultOf(c.Get(path.c_str(), headers));
 }
 
 // The events of an SSE body: each "data: ..." payload parsed as JSON; `done` if the stream
