@@ -12,8 +12,10 @@ if [ "${1:-}" = "--sanitize" ]; then
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   # The emulated CUDA session (tests/cuda/emu_model_test.cc) runs for ~10 minutes under the
   # sanitizers, a quarter of this pass; its code paths stay covered here by EmuModelTest and the
-  # emulated op table, and the Release pass runs it in full.
-  ctest --test-dir "$JLLM_BUILD_DIR" -L cpu -E '^EmuModelSessionTest\.' --output-on-failure -j"$(nproc)"
+  # emulated op table, and the Release pass runs it in full. Likewise the GEMV variants over
+  # every matmul case: the group cases keep each variant's code under the sanitizers.
+  ctest --test-dir "$JLLM_BUILD_DIR" -L cpu -E '^(EmuModelSessionTest\.|GemvVariants/EmuCudaGemvVariantOpTest\.)' \
+    --output-on-failure -j"$(nproc)"
 else
   "$root/scripts/build.sh"
   ctest --test-dir "${JLLM_BUILD_DIR:-$root/build}" --output-on-failure -j"$(nproc)"

@@ -36,6 +36,9 @@ class OpRunner {
   // How the backend's one-token matmuls read x (the CUDA GEMV's dp4a paths): 0 f32, 1 int8
   // (cases held to OpCase::max_nmse_x8), 2 int16 as two int8 planes (OpCase::max_nmse_x16).
   virtual int DecodeActivationPlanes() const { return 0; }
+  // Whether the backend's prefill matmuls round their operands to tf32 (the CUDA GEMM on the
+  // tensor cores; cases held to OpCase::max_nmse_tf32).
+  virtual bool PrefillTf32() const { return false; }
 };
 
 struct Comparison {
@@ -50,6 +53,7 @@ struct OpCase {
   std::function<Comparison(std::mt19937&, OpRunner&)> run;
   double max_nmse_x8 = 0;   // > 0: the bound on runners whose decode matmuls quantize x to int8
   double max_nmse_x16 = 0;  // > 0: the same for int16 x
+  double max_nmse_tf32 = 0;  // > 0: the bound on runners whose prefill matmuls are tf32
 };
 
 std::vector<OpCase> AllOpCases();
@@ -65,10 +69,14 @@ inline void PrintTo(const OpCase& c, std::ostream* os) { *os << c.name; }
 class BackendOpRunner : public OpRunner {
  public:
   using Factory = std::function<absl::StatusOr<std::unique_ptr<Backend>>(const TestModel&)>;
-  BackendOpRunner(std::string name, Factory factory, int decode_activation_planes = 0)
-      : name_(std::move(name)), factory_(std::move(factory)), x_planes_(decode_activation_planes) {}
+  BackendOpRunner(std::string name, Factory factory, int decode_activation_planes = 0, bool prefill_tf32 = false)
+      : name_(std::move(name)),
+        factory_(std::move(factory)),
+        x_planes_(decode_activation_planes),
+        prefill_tf32_(prefill_tf32) {}
   std::string name() const override { return name_; }
   int DecodeActivationPlanes() const override { return x_planes_; }
+  bool PrefillTf32() const override { return prefill_tf32_; }
   absl::Status Load(const TestModel& model, int64_t max_context) override;
   absl::StatusOr<std::vector<std::vector<float>>> Run(int64_t n_tokens, int64_t pos0,
                                                       std::vector<NamedInput> inputs) override;
@@ -80,6 +88,7 @@ class BackendOpRunner : public OpRunner {
   std::string name_;
   Factory factory_;
   int x_planes_;
+  bool prefill_tf32_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<BlobWeightSource> source_;
   std::vector<std::string> outputs_;

@@ -18,7 +18,7 @@ TEST_P(GpuOpTest, MatchesDoubleReference) {
     auto device = cuda::CudartDevice::Open(0, cuda::CubinCache::FromEnvironment());
     if (!device.ok()) return device.status();
     return cuda::CreateCudaBackendOn(*std::move(device), {});
-  }, cuda::GemvActivationPlanes());
+  }, cuda::GemvActivationPlanes(), cuda::GemmTensorCores());
   CheckOpCase(GetParam(), runner);
 }
 

@@ -4,24 +4,29 @@
 //   prologue  NORM:     x is RMS-normed (and scaled by gamma) while it is staged
 //   body      every warp streams R rows of one member, unit by unit (weight_types.cuh)
 //   epilogue  RESIDUAL: y += residual;  SWIGLU: y = silu(W_gate·x) · (W_up·x)
-// Memory-bound: every weight byte is read once, with 16-byte streaming loads, into registers.
+// Memory-bound: every weight byte is read once, with 16-byte streaming loads into registers
+// (RING 0) or with 16-byte cp.async copies into a per-warp shared-memory ring (RING > 0).
 //
 // Work split (docs/PERF.md, "GEMV v3"). The work is a list of items: R rows of one member (or R
 // rows of gate and of up, with SWIGLU) times one of KSPLIT column splits, split-major. CTAs are
 // persistent and each takes an equal contiguous range of items — equal bytes per SM whatever
 // the grid — and its warps take the range's items round-robin. A CTA stages x once, for the
 // splits its range touches, in each member type's unit order (conflict-free reads). A warp
-// walks its items as one stream of 32-unit steps through a ring of DEPTH steps of loads in
-// flight, across item boundaries; the first DEPTH steps are issued before the kernel waits for
-// its predecessor (programmatic dependent launch), so weights stream while x is produced. With
+// walks its items as one stream of 32-unit steps through a ring of steps in flight (DEPTH in
+// registers, or RING - 1 in shared memory), across item boundaries; the first are issued
+// before the kernel waits for its predecessor (programmatic dependent launch), so weights
+// stream while x is produced. With
 // KSPLIT > 1 each item writes partial sums; the row group's last split to finish (a ticket
 // counter) adds them in split order and runs the epilogue, so results are deterministic.
 //
 // Constants (-D): JLLM_K, JLLM_NM (members), JLLM_T<m> / JLLM_N<m> (ggml type id and rows of
 // member m), JLLM_R, JLLM_NW, JLLM_KSPLIT, JLLM_DEPTH, JLLM_MINB (CTAs per SM the registers must
 // allow), JLLM_XPLANES (0: f32 x; 1: int8 x, 2: int16 x for the types with a quantized-x dot,
-// weight_types.cuh), JLLM_NORM, JLLM_RESIDUAL,
-// JLLM_SWIGLU.
+// weight_types.cuh), JLLM_NORM, JLLM_RESIDUAL, JLLM_SWIGLU, JLLM_RING (0: the steps ahead
+// in registers, DEPTH of them; n >= 2: in a shared-memory ring of n slots per warp), JLLM_BULK
+// (1: the ring is filled by bulk copies on sm_90; 0: by 16-byte cp.async everywhere),
+// JLLM_SPREAD (0: a CTA's items go to its warps round-robin; 1: each warp takes an equal
+// contiguous range of the CTA's unit steps, items cut at a boundary summed across warps).
 #include "kernel_args.h"
 #include "launch_geometry.h"
 #include "weight_types.cuh"
@@ -42,6 +47,11 @@ constexpr bool kNorm = JLLM_NORM;
 constexpr bool kResidual = JLLM_RESIDUAL;
 constexpr bool kSwiglu = JLLM_SWIGLU;
 constexpr int kXPlanes = JLLM_XPLANES;
+constexpr int kRing = JLLM_RING;
+constexpr int kRingSlots = kRing > 0 ? kRing : 1;  // the modulus of a slot index
+constexpr bool kSpread = JLLM_SPREAD;  // a CTA's steps split evenly among its warps
+// The ring is filled by bulk copies where the GPU has them (JLLM_BULK 1, sm_90), else cp.async.
+constexpr bool kBulk = kRing > 0 && JLLM_BULK && JLLM_HAS_BULK_COPY;
 
 #ifndef JLLM_T1
 #define JLLM_T1 JLLM_T0
@@ -90,6 +100,11 @@ template <int kM>
 constexpr bool StagesXq() { return kM < kMemberGroups && FirstOf(kM) == kM && UsesXq<kM>(); }
 template <int kM>
 constexpr bool StagesSums() { return StagesF32<kM>() && WType<kType[kM]>::kHalfSums; }
+// A ring slot (RING > 0) holds one step of R rows of each matrix an item reads, for the widest
+// member group (launch_geometry.h, GemvRingBytes).
+constexpr int StageBytes(int m) { return kMembersPerItem * kR * geo::GemvStepBytes(kType[m]); }
+constexpr int MaxStageBytes(int m) { return m == 0 ? StageBytes(0) : (StageBytes(m) > MaxStageBytes(m - 1) ? StageBytes(m) : MaxStageBytes(m - 1)); }
+constexpr int kStageBytes = MaxStageBytes(kMemberGroups - 1);
 constexpr int SplitGroup(int s) { return s * kGroups256 / kKsplit; }  // first 256-group of split s
 
 static_assert(kK % 256 == 0, "GEMV columns are whole groups of 256");
@@ -100,6 +115,7 @@ static_assert(!kResidual || kNm == 1, "the residual epilogue is for a single mat
 static_assert(kKsplit >= 1 && kKsplit <= kGroups256, "KSPLIT in 1..K/256");
 static_assert(kDepth >= 1 && kDepth <= 8, "DEPTH in 1..8");
 static_assert(kXPlanes >= 0 && kXPlanes <= 2, "XPLANES 0, 1 or 2");
+static_assert(kRing == 0 || (kRing >= 2 && kRing <= 16), "RING 0 (registers) or 2..16 slots");
 static_assert(3 * kK / 16 <= kSlotFloat4 && 5 * kK / 32 <= kSlotFloat4,
               "a quantized slot (3 arrays of 16-element units, or 5 of 32-element units) fits");
 
@@ -279,139 +295,306 @@ __device__ __forceinline__ void Finish(const jllm::cuda::GemvArgs& args, int spl
   }
 }
 
-// The warp's items of member-group kM in split `split` — items [i0, i1) of the CTA's range
-// with index ≡ `phase` (mod NW) — as one stream of unit steps through a ring of kDepth steps.
-// `first`: this is the CTA's first segment: every warp calls it, its opening loads go out
-// before the wait for the predecessor, and it stages x.
+// Adds the dots of one unit step — unit u of rows row0.. of every matrix the item reads, from
+// the fragments f — to acc.
 template <int kM>
-__device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int split, int i0, int i1, int phase,
-                                        bool first, int s_lo, int s_hi, float4* xs) {
+__device__ __forceinline__ void StepDots(const typename WType<kType[kM]>::Frag (&f)[kMembersPerItem][kR],
+                                         const float4* xsl, int u, int row0, const jllm_u8* const (&wbase)[kMembersPerItem],
+                                         float (&acc)[kMembersPerItem][kR]) {
   constexpr int T = kType[kM];
   using W = WType<T>;
-  using Frag = typename W::Frag;
   constexpr int kUnitsK = kGroups256 * W::kUnits256;
   constexpr jllm_i64 kRowStride = jllm::cuda::layout::RowStride(T, kK);
-  constexpr int kMaxSplitUnits = geo::CeilDiv(kGroups256, kKsplit) * W::kUnits256;
-  constexpr int kSteps = geo::CeilDiv(kMaxSplitUnits, 32);  // per item
-  static_assert(W::kUnits256 == geo::GemvUnits256(T), "launch_geometry.h agrees");
   constexpr int kN = kRows[kM];
-
-  const int lane = threadIdx.x & 31;
-  const int u0 = SplitGroup(split) * W::kUnits256, n_units = (SplitGroup(split + 1) - SplitGroup(split)) * W::kUnits256;
-  const int seg0 = split * kRowGroups + RgBegin(kM);  // item index of row group 0
-  // The warp's items: i0' = first index >= i0 with index ≡ phase (mod NW).
-  const int j0 = i0 + ((phase - i0) % kNw + kNw) % kNw;
-  const int n_items = j0 < i1 ? (i1 - j0 + kNw - 1) / kNw : 0;
-  const int n_steps = n_items * kSteps;
-  const jllm_u8* wbase[kMembersPerItem];
-#pragma unroll
-  for (int j = 0; j < kMembersPerItem; ++j) wbase[j] = static_cast<const jllm_u8*>(args.w[kM + j]);
-
-  Frag f[kDepth][kMembersPerItem][kR];
-  auto load = [&](int t, Frag (&buf)[kMembersPerItem][kR]) {
-    if (t >= n_steps) return;
-    const int item = t / kSteps, s = t - item * kSteps;
-    const int row0 = (j0 + kNw * item - seg0) * kR;
-    const int ul = lane + 32 * s;
-    if (ul >= n_units) return;
+  if constexpr (UsesXq<kM>()) {
+    constexpr bool kOneRun = T == jllm::cuda::layout::kQ8_0;
+    const uint4* xq = reinterpret_cast<const uint4*>(xsl);
+    const uint4 zero = make_uint4(0, 0, 0, 0);
+    XRuns x{xq[u], kOneRun ? zero : xq[kUnitsK + u], zero, zero};
+    if constexpr (kXPlanes == 2) {
+      x.a_lo = xq[LoArray<kM>() * kUnitsK + u];
+      if constexpr (!kOneRun) x.b_lo = xq[(LoArray<kM>() + 1) * kUnitsK + u];
+    }
+    const float4 meta = xsl[2 * kUnitsK + u];
 #pragma unroll
     for (int j = 0; j < kMembersPerItem; ++j) {
 #pragma unroll
       for (int r = 0; r < kR; ++r) {
-        if (row0 + r < kN) buf[j][r] = W::Load(wbase[j] + (row0 + r) * kRowStride, u0 + ul);
+        if (row0 + r < kN) acc[j][r] += UnitDotXq<T, kK, kXPlanes>(f[j][r], x, meta, u, wbase[j] + (row0 + r) * kRowStride);
       }
     }
-  };
+  } else {
+    float4 xv[W::kParts];
 #pragma unroll
-  for (int b = 0; b < kDepth; ++b) load(b, f[b]);
-  if (first) {
-    JLLM_GRID_WAIT();  // x, gamma, the residual and the partials' readers come before us
-    JLLM_LAUNCH_DEPENDENTS();
-    StageX(args, s_lo, s_hi, xs);
-  }
-  const float4* xsl = xs + SlotOf(kM) * kSlotFloat4;
-
-  float acc[kMembersPerItem][kR];
+    for (int p = 0; p < W::kParts; ++p) xv[p] = xsl[p * kUnitsK + u];
+    float2 xsum = make_float2(0.f, 0.f);
+    if constexpr (W::kHalfSums) xsum = reinterpret_cast<const float2*>(xsl + kK / 4)[u];
 #pragma unroll
-  for (int j = 0; j < kMembersPerItem; ++j) {
+    for (int j = 0; j < kMembersPerItem; ++j) {
 #pragma unroll
-    for (int r = 0; r < kR; ++r) acc[j][r] = 0.f;
-  }
-  float residual = 0.f;
-#pragma unroll 1
-  for (int t0 = 0; t0 < n_steps; t0 += kDepth) {
-#pragma unroll
-    for (int b = 0; b < kDepth; ++b) {
-      const int t = t0 + b;
-      if (t < n_steps) {
-        const int item = t / kSteps, s = t - item * kSteps;
-        const int rg = j0 + kNw * item - seg0;
-        const int row0 = rg * kR;
-        const int ul = lane + 32 * s;
-        if constexpr (kResidual) {
-          // Loaded with the item's first step, used at its end: no round trip in the epilogue.
-          if (s == 0 && lane < kR && row0 + lane < kN) residual = args.residual[row0 + lane];
-        }
-        if (ul < n_units) {
-          const int u = u0 + ul;
-          if constexpr (UsesXq<kM>()) {
-            constexpr bool kOneRun = T == jllm::cuda::layout::kQ8_0;
-            const uint4* xq = reinterpret_cast<const uint4*>(xsl);
-            const uint4 zero = make_uint4(0, 0, 0, 0);
-            XRuns x{xq[u], kOneRun ? zero : xq[kUnitsK + u], zero, zero};
-            if constexpr (kXPlanes == 2) {
-              x.a_lo = xq[LoArray<kM>() * kUnitsK + u];
-              if constexpr (!kOneRun) x.b_lo = xq[(LoArray<kM>() + 1) * kUnitsK + u];
-            }
-            const float4 meta = xsl[2 * kUnitsK + u];
-#pragma unroll
-            for (int j = 0; j < kMembersPerItem; ++j) {
-#pragma unroll
-              for (int r = 0; r < kR; ++r) {
-                if (row0 + r < kN) {
-                  acc[j][r] += UnitDotXq<T, kK, kXPlanes>(f[b][j][r], x, meta, u, wbase[j] + (row0 + r) * kRowStride);
-                }
-              }
-            }
-          } else {
-            float4 xv[W::kParts];
-#pragma unroll
-            for (int p = 0; p < W::kParts; ++p) xv[p] = xsl[p * kUnitsK + u];
-            float2 xsum = make_float2(0.f, 0.f);
-            if constexpr (W::kHalfSums) xsum = reinterpret_cast<const float2*>(xsl + kK / 4)[u];
-#pragma unroll
-            for (int j = 0; j < kMembersPerItem; ++j) {
-#pragma unroll
-              for (int r = 0; r < kR; ++r) {
-                if (row0 + r < kN) {
-                  acc[j][r] += UnitDot<T, kK>(f[b][j][r], xv, xsum, u, wbase[j] + (row0 + r) * kRowStride);
-                }
-              }
-            }
-          }
-        }
-        load(t + kDepth, f[b]);  // the ring slot is free: refill it
-        if (s == kSteps - 1) {
-          Finish<kM>(args, split, rg, row0, acc, residual);
-#pragma unroll
-          for (int j = 0; j < kMembersPerItem; ++j) {
-#pragma unroll
-            for (int r = 0; r < kR; ++r) acc[j][r] = 0.f;
-          }
-        }
+      for (int r = 0; r < kR; ++r) {
+        if (row0 + r < kN) acc[j][r] += UnitDot<T, kK>(f[j][r], xv, xsum, u, wbase[j] + (row0 + r) * kRowStride);
       }
     }
   }
 }
 
+// The warp's items of member-group kM in split `split` — items [i0, i1) of the CTA's range
+// with index ≡ `phase` (mod NW) — as one stream of unit steps, across item boundaries, with
+// the steps ahead in flight: kDepth steps in registers (RING 0), or RING - 1 steps copied by
+// cp.async into the warp's ring of RING shared-memory slots (`ring`), so that the bytes in
+// flight are bounded by shared memory instead of registers. `first`: this is the CTA's first
+// segment: every warp calls it, its opening loads go out before the wait for the predecessor,
+// and it stages x.
+template <int kM>
+__device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int split, int i0, int i1, int phase,
+                                        bool first, int s_lo, int s_hi, float4* xs, jllm_u8* ring, jllm_u64* bars,
+                                        int& ring_base) {
+  constexpr int T = kType[kM];
+  using W = WType<T>;
+  using Frag = typename W::Frag;
+  constexpr jllm_i64 kRowStride = jllm::cuda::layout::RowStride(T, kK);
+  constexpr int kMaxSplitUnits = geo::CeilDiv(kGroups256, kKsplit) * W::kUnits256;
+  constexpr int kSteps = geo::CeilDiv(kMaxSplitUnits, 32);  // per item
+  static_assert(W::kUnits256 == geo::GemvUnits256(T), "launch_geometry.h agrees");
+  constexpr int kN = kRows[kM];
+  constexpr int kStep = geo::GemvStepBytes(T);  // bytes of one row's step in a ring slot
+  static_assert(kStep % 32 == 0 && kMembersPerItem * kR * kStep <= kStageBytes, "a step fits a ring slot");
+
+  const int lane = threadIdx.x & 31;
+  const int u0 = SplitGroup(split) * W::kUnits256, n_units = (SplitGroup(split + 1) - SplitGroup(split)) * W::kUnits256;
+  const int seg0 = split * kRowGroups + RgBegin(kM);  // item index of row group 0
+  // The warp's steps. SPREAD 0: whole items, round-robin — items [i0, i1) with index ≡ phase
+  // (mod NW), from i0' = the first such index. SPREAD 1: an equal contiguous range
+  // [tau0, tau1) of the CTA's steps of this segment (items i0.. times kSteps), so no warp has
+  // an item more than another; an item cut by a range boundary is added up across warps below.
+  const int warp = threadIdx.x >> 5;
+  const int seg_steps = (i1 - i0) * kSteps;
+  const int tau0 = kSpread ? static_cast<int>(static_cast<long long>(seg_steps) * warp / kNw) : 0;
+  const int j0 = kSpread ? i0 : i0 + ((phase - i0) % kNw + kNw) % kNw;
+  const int n_items = j0 < i1 ? (i1 - j0 + kNw - 1) / kNw : 0;
+  const int n_steps =
+      kSpread ? static_cast<int>(static_cast<long long>(seg_steps) * (warp + 1) / kNw) - tau0 : n_items * kSteps;
+  // Step t of the warp: row group and unit step.
+  auto rg_of = [&](int t) {
+    return kSpread ? i0 - seg0 + (tau0 + t) / kSteps : j0 + kNw * (t / kSteps) - seg0;
+  };
+  auto s_of = [&](int t) { return kSpread ? (tau0 + t) % kSteps : t % kSteps; };
+  const jllm_u8* wbase[kMembersPerItem];
+#pragma unroll
+  for (int j = 0; j < kMembersPerItem; ++j) wbase[j] = static_cast<const jllm_u8*>(args.w[kM + j]);
+
+  float acc[kMembersPerItem][kR];
+  auto clear = [&] {
+#pragma unroll
+    for (int j = 0; j < kMembersPerItem; ++j) {
+#pragma unroll
+      for (int r = 0; r < kR; ++r) acc[j][r] = 0.f;
+    }
+  };
+  clear();
+  float residual = 0.f;
+  // Step t's dots from its fragments, then (at an item's last step) the item's results.
+  // SPREAD 1: the warp's last item, if it goes on in the next warp, leaves its sums in
+  // heads[warp] (a middle piece, if the warp's range lies inside one item, too); its first item,
+  // if it began in an earlier warp, is finished after the CTA's barrier, from those heads.
+  __shared__ float heads[kSpread ? kNw : 1][kMembersPerItem][kR];
+  float tail[kMembersPerItem][kR];
+  int tail_rg = -1;
+  auto consume = [&](int t, const Frag (&f)[kMembersPerItem][kR]) {
+    const int rg = rg_of(t), s = s_of(t);
+    const int row0 = rg * kR;
+    const int ul = lane + 32 * s;
+    if constexpr (kResidual) {
+      // Loaded with the item's first step, used at its end: no round trip in the epilogue.
+      if (s == 0 && lane < kR && row0 + lane < kN) residual = args.residual[row0 + lane];
+    }
+    if (ul < n_units) StepDots<kM>(f, xs + SlotOf(kM) * kSlotFloat4, u0 + ul, row0, wbase, acc);
+    const bool began_here = !kSpread || t >= s;  // the warp ran the item's first step
+    if (s == kSteps - 1 && began_here) {
+      Finish<kM>(args, split, rg, row0, acc, residual);
+      clear();
+    } else if (kSpread && (s == kSteps - 1 || t == n_steps - 1)) {
+#pragma unroll
+      for (int j = 0; j < kMembersPerItem; ++j) {
+#pragma unroll
+        for (int r = 0; r < kR; ++r) {
+          const float v = jllm_warp_sum(acc[j][r]);
+          if (s == kSteps - 1) {
+            tail[j][r] = v;  // the end of an item an earlier warp began
+          } else if (lane == 0) {
+            heads[kSpread ? warp : 0][j][r] = v;
+          }
+        }
+      }
+      if (s == kSteps - 1) tail_rg = rg;
+      clear();
+    }
+  };
+  // SPREAD 1, after every warp's stream: the item the warp finished as a tail, added up in warp
+  // order (the heads of the warps it spans, then the tail), deterministically.
+  auto finish_cut_item = [&] {
+    if constexpr (kSpread) {
+      __syncthreads();
+      if (tail_rg >= 0) {
+        const int first = (tail_rg - (i0 - seg0)) * kSteps;  // the item's first step in the segment
+        auto tau = [&](int w) { return static_cast<int>(static_cast<long long>(seg_steps) * w / kNw); };
+        int a = warp - 1;  // the warp whose range holds the item's first step
+        while (a > 0 && tau(a) > first) --a;
+        float total[kMembersPerItem][kR];
+#pragma unroll
+        for (int j = 0; j < kMembersPerItem; ++j) {
+#pragma unroll
+          for (int r = 0; r < kR; ++r) {
+            float v = 0.f;
+            for (int w = a; w < warp; ++w) {
+              if (tau(w + 1) > tau(w)) v += heads[w][j][r];  // (a warp may have no steps)
+            }
+            total[j][r] = lane == 0 ? v + tail[j][r] : 0.f;
+          }
+        }
+        const int row0 = tail_rg * kR;
+        if constexpr (kResidual) {
+          if (lane < kR && row0 + lane < kN) residual = args.residual[row0 + lane];
+        }
+        Finish<kM>(args, split, tail_rg, row0, total, residual);
+      }
+      __syncthreads();  // heads are free for the next segment
+    }
+  };
+  auto stage_x = [&] {
+    if (first) {
+      JLLM_GRID_WAIT();  // x, gamma, the residual and the partials' readers come before us
+      JLLM_LAUNCH_DEPENDENTS();
+      StageX(args, s_lo, s_hi, xs);
+    }
+  };
+
+  if constexpr (kRing == 0) {
+    Frag f[kDepth][kMembersPerItem][kR];
+    auto load = [&](int t, Frag (&buf)[kMembersPerItem][kR]) {
+      if (t >= n_steps) return;
+      const int s = s_of(t), row0 = rg_of(t) * kR;
+      const int ul = lane + 32 * s;
+      if (ul >= n_units) return;
+#pragma unroll
+      for (int j = 0; j < kMembersPerItem; ++j) {
+#pragma unroll
+        for (int r = 0; r < kR; ++r) {
+          if (row0 + r < kN) buf[j][r] = W::Load(wbase[j] + (row0 + r) * kRowStride, u0 + ul);
+        }
+      }
+    };
+#pragma unroll
+    for (int b = 0; b < kDepth; ++b) load(b, f[b]);
+    stage_x();
+#pragma unroll 1
+    for (int t0 = 0; t0 < n_steps; t0 += kDepth) {
+#pragma unroll
+      for (int b = 0; b < kDepth; ++b) {
+        const int t = t0 + b;
+        if (t < n_steps) {
+          consume(t, f[b]);
+          load(t + kDepth, f[b]);  // the ring slot is free: refill it
+        }
+      }
+    }
+  } else {
+    // The warp's steps are numbered across its segments (g = ring_base + t); slot g mod RING
+    // holds step g: for each matrix j and row r, the step's bytes of the row at (j·R + r)·kStep,
+    // copied verbatim, so W::Load reads a unit at its offset in the row relative to the step's
+    // first block. Bulk copies (sm_90): lane 0 copies each row's span and arms the slot's
+    // mbarrier with their bytes; step g is use g / RING of its slot. cp.async: every lane copies
+    // 16-byte chunks and commits one group per step (empty past the end), so "step t has
+    // landed" is "at most RING - 2 groups pending".
+    auto issue = [&](int t) {
+      if (t < n_steps) {
+        const int s = s_of(t), row0 = rg_of(t) * kR;
+        const int units = min(32, n_units - 32 * s);
+        const int g = ring_base + t;
+        jllm_u8* slot = ring + (g % kRingSlots) * kStageBytes;
+        if constexpr (kBulk) {
+#if JLLM_HAS_BULK_COPY
+          if (lane == 0) {
+            const int rows = units > 0 ? min(kR, kN - row0) : 0;
+            jllm_u64* bar = bars + g % kRingSlots;
+            jllm_mbar_arrive_expect(bar, static_cast<jllm_u32>(kMembersPerItem * rows * units * (kStep / 32)));
+#pragma unroll
+            for (int j = 0; j < kMembersPerItem; ++j) {
+#pragma unroll
+              for (int r = 0; r < kR; ++r) {
+                if (r < rows) {
+                  jllm_bulk_copy(slot + (j * kR + r) * kStep,
+                                 wbase[j] + (row0 + r) * kRowStride + (u0 + 32 * s) * (kStep / 32),
+                                 static_cast<jllm_u32>(units * (kStep / 32)), bar);
+                }
+              }
+            }
+          }
+#endif
+        } else {
+          const int chunks = units * (kStep / 32) / 16;
+#pragma unroll
+          for (int j = 0; j < kMembersPerItem; ++j) {
+#pragma unroll
+            for (int r = 0; r < kR; ++r) {
+              if (row0 + r < kN && units > 0) {
+                const jllm_u8* src = wbase[j] + (row0 + r) * kRowStride + (u0 + 32 * s) * (kStep / 32);
+                jllm_u8* dst = slot + (j * kR + r) * kStep;
+#pragma unroll
+                for (int c = lane; c < kStep / 16; c += 32) {
+                  if (c < chunks) jllm_cp_async16(dst + 16 * c, src + 16 * c);
+                }
+              }
+            }
+          }
+        }
+      }
+      if constexpr (!kBulk) jllm_cp_async_commit();
+    };
+    __syncwarp();  // the warp's previous segment has read every slot
+#pragma unroll
+    for (int b = 0; b < kRing - 1; ++b) issue(b);
+    __syncwarp();  // (the emulation runs lanes one at a time: lane 0 has issued before any waits)
+    stage_x();
+#pragma unroll 1
+    for (int t = 0; t < n_steps; ++t) {
+      const int g = ring_base + t;
+      if constexpr (kBulk) {
+#if JLLM_HAS_BULK_COPY
+        jllm_mbar_wait(bars + g % kRingSlots, static_cast<jllm_u32>(g / kRingSlots));
+#endif
+      } else {
+        jllm_cp_async_wait<kRing - 2>();
+      }
+      __syncwarp();  // every lane's copies of step t are visible; every lane has read step t - 1
+      const int s = s_of(t);
+      Frag f[kMembersPerItem][kR];
+      const jllm_u8* slot = ring + (g % kRingSlots) * kStageBytes;
+      if (lane + 32 * s < n_units) {
+#pragma unroll
+        for (int j = 0; j < kMembersPerItem; ++j) {
+#pragma unroll
+          for (int r = 0; r < kR; ++r) f[j][r] = W::template Load<FromShared>(slot + (j * kR + r) * kStep, lane);
+        }
+      }
+      issue(t + kRing - 1);  // into slot (g - 1) mod RING, which every lane has read
+      consume(t, f);
+    }
+    ring_base += n_steps;
+  }
+  finish_cut_item();
+}
+
 // The CTA's items of member-group kM in split `split` (none: nothing, CTA-uniformly).
 template <int kM>
 __device__ __forceinline__ void SegmentOf(const jllm::cuda::GemvArgs& args, Range cta, int split, int warp,
-                                          bool& first, int s_lo, int s_hi, float4* xs) {
+                                          bool& first, int s_lo, int s_hi, float4* xs, jllm_u8* ring, jllm_u64* bars,
+                                          int& ring_base) {
   const int seg0 = split * kRowGroups + RgBegin(kM), seg1 = seg0 + RowGroups(kM);
   const int i0 = max(seg0, cta.begin), i1 = min(seg1, cta.end);
   if (i0 >= i1) return;
-  Segment<kM>(args, split, i0, i1, (cta.begin + warp) % kNw, first, s_lo, s_hi, xs);
+  Segment<kM>(args, split, i0, i1, (cta.begin + warp) % kNw, first, s_lo, s_hi, xs, ring, bars, ring_base);
   first = false;
 }
 
@@ -425,11 +608,24 @@ JLLM_KERNEL(gemv, jllm::cuda::GemvArgs, kThreads, JLLM_MINB) {
   if (cta.begin >= cta.end) return;
   const int warp = threadIdx.x >> 5;
   const int s_lo = cta.begin / kRowGroups, s_hi = (cta.end - 1) / kRowGroups;
+  jllm_u8* ring_area = reinterpret_cast<jllm_u8*>(xs + kSlots * kSlotFloat4);
+  jllm_u8* ring = ring_area + warp * kRing * kStageBytes;
+  jllm_u64* bars = reinterpret_cast<jllm_u64*>(ring_area + kNw * kRing * kStageBytes) + warp * kRing;
+  int ring_base = 0;  // the warp's ring steps so far
+  if constexpr (kBulk) {
+#if JLLM_HAS_BULK_COPY
+    if ((threadIdx.x & 31) == 0) {
+      for (int i = 0; i < kRing; ++i) jllm_mbar_init(bars + i);
+      jllm_mbar_init_fence();
+    }
+    __syncwarp();
+#endif
+  }
   bool first = true;
   // Item order: split-major, then member groups.
   for (int split = s_lo; split <= s_hi; ++split) {
-    SegmentOf<0>(args, cta, split, warp, first, s_lo, s_hi, xs);
-    if constexpr (kMemberGroups >= 2) SegmentOf<1>(args, cta, split, warp, first, s_lo, s_hi, xs);
-    if constexpr (kMemberGroups >= 3) SegmentOf<2>(args, cta, split, warp, first, s_lo, s_hi, xs);
+    SegmentOf<0>(args, cta, split, warp, first, s_lo, s_hi, xs, ring, bars, ring_base);
+    if constexpr (kMemberGroups >= 2) SegmentOf<1>(args, cta, split, warp, first, s_lo, s_hi, xs, ring, bars, ring_base);
+    if constexpr (kMemberGroups >= 3) SegmentOf<2>(args, cta, split, warp, first, s_lo, s_hi, xs, ring, bars, ring_base);
   }
 }

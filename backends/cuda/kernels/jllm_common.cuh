@@ -185,6 +185,171 @@ __device__ __forceinline__ jllm_u16 jllm_load_u16(const void* p) {
 #endif
 }
 
+// ---- asynchronous copies global -> shared (sm_80 cp.async) ----------------------------------
+// 16 bytes copied without passing through registers: the copy is in flight until a
+// jllm_cp_async_wait retires its group, so the bytes in flight are bounded by shared memory,
+// not by registers. Each thread's copies form groups (jllm_cp_async_commit); wait<N> returns
+// when at most N of the thread's groups are pending. Copies are visible to the issuing thread
+// after the wait and to other threads after a barrier (__syncwarp for a warp's own ring).
+// Weights are streamed with .cg (L2 only). In the CPU emulation the copy happens at issue.
+__device__ __forceinline__ void jllm_cp_async16(void* smem_dst, const void* gmem_src) {
+#if defined(JLLM_EMULATE)
+  emu_check_aligned(smem_dst, 16);
+  emu_check_aligned(gmem_src, 16);
+  std::memcpy(smem_dst, gmem_src, 16);
+#else
+  asm volatile(
+      "{\n\t.reg .u64 a;\n\tcvta.to.shared.u64 a, %0;\n\tcp.async.cg.shared.global [a], [%1], 16;\n\t}"
+      :
+      : "l"(smem_dst), "l"(gmem_src)
+      : "memory");
+#endif
+}
+
+__device__ __forceinline__ void jllm_cp_async_commit() {
+#if !defined(JLLM_EMULATE)
+  asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
+
+template <int N>
+__device__ __forceinline__ void jllm_cp_async_wait() {
+#if !defined(JLLM_EMULATE)
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+#endif
+}
+
+// ---- bulk asynchronous copies with an mbarrier (sm_90 cp.async.bulk) ------------------------
+// One thread copies a whole contiguous span (16-byte aligned, a multiple of 16 bytes) into
+// shared memory; the span's bytes complete a phase of an mbarrier, on which every consumer
+// waits. JLLM_HAS_BULK_COPY says whether this build has them (sm_90, and the CPU emulation,
+// where the copy happens at issue and a barrier counts its completed phases; every lane of a
+// warp waits on each phase, so the emulated wait is a warp barrier first, and a wait on a phase
+// that was never armed aborts instead of hanging).
+#if defined(JLLM_EMULATE) || (defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900)
+#define JLLM_HAS_BULK_COPY 1
+#else
+#define JLLM_HAS_BULK_COPY 0
+#endif
+
+#if JLLM_HAS_BULK_COPY
+#if !defined(JLLM_EMULATE)
+__device__ __forceinline__ jllm_u32 jllm_smem_u32(const void* p) {
+  jllm_u32 a;
+  asm("{\n\t.reg .u64 t;\n\tcvta.to.shared.u64 t, %1;\n\tcvt.u32.u64 %0, t;\n\t}" : "=r"(a) : "l"(p));
+  return a;
+}
+#endif
+
+// An mbarrier expecting one arrival per phase; visible to the copy engine after the fence.
+__device__ __forceinline__ void jllm_mbar_init(jllm_u64* bar) {
+#if defined(JLLM_EMULATE)
+  *bar = 0;  // completed phases
+#else
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(jllm_smem_u32(bar)) : "memory");
+#endif
+}
+__device__ __forceinline__ void jllm_mbar_init_fence() {
+#if !defined(JLLM_EMULATE)
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+#endif
+}
+
+// The one arrival of the barrier's current phase, which then completes when `bytes` of bulk
+// copies have landed (0: at once).
+__device__ __forceinline__ void jllm_mbar_arrive_expect(jllm_u64* bar, jllm_u32 bytes) {
+#if defined(JLLM_EMULATE)
+  (void)bytes;
+  ++*bar;
+#else
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(jllm_smem_u32(bar)), "r"(bytes)
+               : "memory");
+#endif
+}
+
+__device__ __forceinline__ void jllm_bulk_copy(void* smem_dst, const void* gmem_src, jllm_u32 bytes, jllm_u64* bar) {
+#if defined(JLLM_EMULATE)
+  emu_check_aligned(smem_dst, 16);
+  emu_check_aligned(gmem_src, 16);
+  if (bytes % 16 != 0) {
+    std::fprintf(stderr, "emulated kernel: bulk copy of %u bytes, not a multiple of 16\n", bytes);
+    std::abort();
+  }
+  std::memcpy(smem_dst, gmem_src, bytes);
+  (void)bar;
+#else
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                   jllm_smem_u32(smem_dst)),
+               "l"(gmem_src), "r"(bytes), "r"(jllm_smem_u32(bar))
+               : "memory");
+#endif
+}
+
+// Waits until phase `k` (counted from 0 since init) of the barrier has completed.
+__device__ __forceinline__ void jllm_mbar_wait(jllm_u64* bar, jllm_u32 k) {
+#if defined(JLLM_EMULATE)
+  __syncwarp();  // every lane waits once per phase: the arming lane has run up to here
+  if (std::atomic_ref<jllm_u64>(*bar).load() <= k) {
+    std::fprintf(stderr, "emulated kernel: waiting on mbarrier phase %u, which was never armed\n", k);
+    std::abort();
+  }
+#else
+  asm volatile(
+      "{\n\t.reg .pred done;\n"
+      "JLLM_MBAR_WAIT:\n\t"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n\t"
+      "@!done bra JLLM_MBAR_WAIT;\n\t}" ::"r"(jllm_smem_u32(bar)),
+      "r"(k & 1u)
+      : "memory");
+#endif
+}
+#endif  // JLLM_HAS_BULK_COPY
+
+// 16 and 4 bytes of shared memory (a GEMV ring slot); `p` aligned to its size.
+__device__ __forceinline__ uint4 jllm_load_shared16(const void* p) {
+#if defined(JLLM_EMULATE)
+  emu_check_aligned(p, 16);
+#endif
+  return *static_cast<const uint4*>(p);
+}
+__device__ __forceinline__ jllm_u32 jllm_load_shared4(const void* p) {
+#if defined(JLLM_EMULATE)
+  emu_check_aligned(p, 4);
+#endif
+  return *static_cast<const jllm_u32*>(p);
+}
+
+// ---- tensor cores (sm_80 mma.sync, tf32) -----------------------------------------------------
+// f32 -> tf32 (10-bit mantissa), round to nearest, ties away from zero (cvt.rna), as the bits of
+// an f32 whose low 13 bits are zero.
+__device__ __forceinline__ jllm_u32 jllm_to_tf32(float f) {
+#if defined(JLLM_EMULATE)
+  jllm_u32 b;
+  std::memcpy(&b, &f, 4);
+  if ((b & 0x7f800000u) != 0x7f800000u) b = (b + 0x1000u) & 0xffffe000u;  // finite: round
+  return b;
+#else
+  jllm_u32 t;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(t) : "f"(f));
+  return t;
+#endif
+}
+
+// c += A·B for one warp: A 16x8 (row-major), B 8x8 (column-major), tf32 in, f32 accumulate.
+// Fragments (g = lane / 4, t = lane % 4): a = A[g][t], A[g+8][t], A[g][t+4], A[g+8][t+4];
+// b = B[t][g], B[t+4][g]; c = C[g][2t], C[g][2t+1], C[g+8][2t], C[g+8][2t+1].
+__device__ __forceinline__ void jllm_mma_tf32_16x8x8(float (&c)[4], const jllm_u32 (&a)[4], const jllm_u32 (&b)[2]) {
+#if defined(JLLM_EMULATE)
+  emu_mma_tf32_16x8x8(c, a, b);
+#else
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+}
+
 // ---- warp and block reductions ---------------------------------------------------------------
 
 __device__ __forceinline__ float jllm_warp_sum(float v) {

@@ -20,10 +20,24 @@ constexpr int GemvUnits256(int type) {
                                                                             : 32;  // f16, bf16
 }
 
+// gemv.cu's shared-memory ring (JLLM_RING > 0): a step is 32 units of one row; its bytes, copied
+// verbatim (a whole number of blocks, 16-byte aligned), are the row's body bytes of 32 units.
+constexpr int GemvStepBytes(int type) {
+  return static_cast<int>(32LL * layout::BodyBytes(type) * 256 / layout::BlockElems(type) / GemvUnits256(type));
+}
+// Each warp owns `ring` slots; a slot holds one step of R rows of every matrix an item reads
+// (`stage_bytes` = max over the items' kinds of matrices x R x GemvStepBytes).
+// Behind the slots, one 8-byte mbarrier per slot (used by the bulk copies).
+constexpr int GemvRingBytes(int stage_bytes, int ring, int warps) { return (stage_bytes + 8) * ring * warps; }
+
 // gemm.cu: BM weight rows x BN tokens per CTA, K consumed BK = 32 at a time; both tiles f32 in
-// shared memory, padded by 4 floats a row (keeps 16-byte alignment, spreads banks).
+// shared memory, padded by 4 floats a row (keeps 16-byte alignment, spreads banks), or by 8 for
+// the tensor cores (a pitch of 8 mod 32 floats: a fragment's 32 loads hit 32 banks).
 inline constexpr int kGemmBk = 32;
-constexpr int GemmSmemBytes(int bm, int bn) { return kGemmBk * ((bm + 4) + (bn + 4)) * 4; }
+constexpr int GemmPad(bool mma) { return mma ? 8 : 4; }
+constexpr int GemmSmemBytes(int bm, int bn, bool mma) {
+  return kGemmBk * ((bm + GemmPad(mma)) + (bn + GemmPad(mma))) * 4;
+}
 
 // attention_decode.cu: one CTA per (kv head, split); partials of [D] acc + max + sum per head.
 constexpr int AttentionPartialFloats(int head_dim) { return head_dim + 2; }

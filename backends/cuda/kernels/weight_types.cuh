@@ -30,6 +30,17 @@ namespace q = jllm::quant;
 template <int kType>
 struct WType;
 
+// Where Load() reads a unit's bytes: global memory (streaming past L1; 4-byte scale words through
+// L1) or a GEMV ring slot in shared memory that holds the same bytes at the same offsets.
+struct FromGlobal {
+  __device__ static uint4 Load16(const void* p) { return jllm_load_stream16(p); }
+  __device__ static jllm_u32 Load4(const void* p) { return jllm_load_ro32(p); }
+};
+struct FromShared {
+  __device__ static uint4 Load16(const void* p) { return jllm_load_shared16(p); }
+  __device__ static jllm_u32 Load4(const void* p) { return jllm_load_shared4(p); }
+};
+
 // A unit's quantized x: runs A and B, and with two planes their low bytes (x = 256·hi + lo).
 struct XRuns {
   uint4 a, b, a_lo, b_lo;
@@ -58,22 +69,21 @@ __device__ __forceinline__ float ByteDot16(const jllm_u32 (&w)[4], const float4*
 }
 
 // 6-bit scale (sc) and min (m) of sub-blocks 2c and 2c+1 of a Q4_K/Q5_K block from the three
-// scale words of its header (bytes 4..15 of the block as words y, z, w).
+// scale words of its header (bytes 4..15 of the block as words y, z, w). Pairs 0, 1 keep both
+// in the low 6 bits of bytes of y (scales) and z (mins); pairs 2, 3 take their low 4 bits from
+// the nibbles of w and their high 2 bits from bits 6, 7 of y and z. Written without a branch:
+// c varies across the lanes of a warp, and a branch would run both sides.
 __device__ __forceinline__ void KScalesPair(jllm_u32 s1w, jllm_u32 s2w, jllm_u32 s3w, int c, int& sc_lo,
                                             int& m_lo, int& sc_hi, int& m_hi) {
   const int shift = (c & 1) * 16;  // byte (2c & 3) of a word
   const jllm_u32 s1 = s1w >> shift, s2 = s2w >> shift, s3 = s3w >> shift;
-  if (c < 2) {
-    sc_lo = s1 & 63;
-    sc_hi = (s1 >> 8) & 63;
-    m_lo = s2 & 63;
-    m_hi = (s2 >> 8) & 63;
-  } else {
-    sc_lo = (s3 & 15) | ((s1 >> 2) & 0x30);
-    sc_hi = ((s3 >> 8) & 15) | ((s1 >> 10) & 0x30);
-    m_lo = ((s3 >> 4) & 15) | ((s2 >> 2) & 0x30);
-    m_hi = ((s3 >> 12) & 15) | ((s2 >> 10) & 0x30);
-  }
+  const bool low = c < 2;
+  const jllm_u32 mask_a = low ? 63u : 15u, mask_b = low ? 0u : 0x30u;
+  const jllm_u32 a_sc = low ? s1 : s3, a_m = low ? s2 : s3 >> 4;
+  sc_lo = static_cast<int>((a_sc & mask_a) | ((s1 >> 2) & mask_b));
+  sc_hi = static_cast<int>(((a_sc >> 8) & mask_a) | ((s1 >> 10) & mask_b));
+  m_lo = static_cast<int>((a_m & mask_a) | ((s2 >> 2) & mask_b));
+  m_hi = static_cast<int>(((a_m >> 8) & mask_a) | ((s2 >> 10) & mask_b));
 }
 
 // A Q4_K/Q5_K unit against f32 x: sum_t (d·sc·q_t - dmin·m)·x_t over each half, from the byte
@@ -137,9 +147,10 @@ struct WType<lay::kQ4_K> : KQuant45Dots<WType<lay::kQ4_K>> {
   struct Frag {
     uint4 qs, hdr;
   };
+  template <class M = FromGlobal>
   __device__ static Frag Load(const jllm_u8* row, int u) {
     const jllm_u8* blk = row + (u >> 3) * static_cast<int>(sizeof(q::BlockQ4_K));
-    return {jllm_load_stream16(blk + q::kQ4KQsOffset + 16 * (u & 7)), jllm_load_stream16(blk)};
+    return {M::Load16(blk + q::kQ4KQsOffset + 16 * (u & 7)), M::Load16(blk)};
   }
   // The unit's quant values as bytes: run A (low nibbles) and run B (high nibbles).
   __device__ static void Codes(const Frag& f, int /*u*/, jllm_u32 (&lo)[4], jllm_u32 (&hi)[4]) {
@@ -176,12 +187,12 @@ struct WType<lay::kQ5_K> : KQuant45Dots<WType<lay::kQ5_K>> {
   struct Frag {
     uint4 qs, qh, hdr;
   };
+  template <class M = FromGlobal>
   __device__ static Frag Load(const jllm_u8* row, int u) {
     const jllm_u8* blk = row + (u >> 3) * static_cast<int>(sizeof(q::BlockQ5_K));
     const int k = u & 7;
-    return {jllm_load_stream16(blk + q::kQ5KQsOffset + 16 * k),
-            jllm_load_stream16(blk + q::kQ5KQhOffset + 16 * (k & 1)),
-            jllm_load_stream16(blk)};
+    return {M::Load16(blk + q::kQ5KQsOffset + 16 * k), M::Load16(blk + q::kQ5KQhOffset + 16 * (k & 1)),
+            M::Load16(blk)};
   }
   // The unit's 5-bit quant values as bytes: run A (low nibbles) and run B (high nibbles).
   __device__ static void Codes(const Frag& f, int u, jllm_u32 (&lo)[4], jllm_u32 (&hi)[4]) {
@@ -233,15 +244,15 @@ struct WType<lay::kQ6_K> {
     jllm_u32 sc_a, sc_b;
   };
   __device__ static int GroupA(int k) { return 8 * (k >> 2) + 2 * ((k >> 1) & 1) + (k & 1); }
+  template <class M = FromGlobal>
   __device__ static Frag Load(const jllm_u8* row, int u) {
     const jllm_u8* body = row + (u >> 3) * q::kQ6KBodyBytes;
     const int k = u & 7;
     const int hh = k >> 2, jj = k & 1;
     const int ga = GroupA(k);
-    return {jllm_load_stream16(body + 16 * k),
-            jllm_load_stream16(body + q::kQ6KQhOffset + 32 * hh + 16 * jj),
-            jllm_load_ro32(body + q::kQ6KScalesOffset + 4 * (ga >> 2)),
-            jllm_load_ro32(body + q::kQ6KScalesOffset + 4 * ((ga + 4) >> 2))};
+    return {M::Load16(body + 16 * k), M::Load16(body + q::kQ6KQhOffset + 32 * hh + 16 * jj),
+            M::Load4(body + q::kQ6KScalesOffset + 4 * (ga >> 2)),
+            M::Load4(body + q::kQ6KScalesOffset + 4 * ((ga + 4) >> 2))};
   }
   // `row` is needed for the d value at the row tail (read through L1: 32 lanes share 4 values).
   // The unit's 6-bit quant values (before the -32 offset) as bytes: runs A and B.
@@ -323,7 +334,8 @@ struct WType<lay::kQ8_0> {
   struct Frag {
     uint4 qs;
   };
-  __device__ static Frag Load(const jllm_u8* row, int u) { return {jllm_load_stream16(row + 16 * u)}; }
+  template <class M = FromGlobal>
+  __device__ static Frag Load(const jllm_u8* row, int u) { return {M::Load16(row + 16 * u)}; }
   template <int kK>
   __device__ static float DotK(const Frag& f, const float4* xv, float2 /*xsum*/, int u, const jllm_u8* row) {
     const jllm_u32 w[4] = {f.qs.x, f.qs.y, f.qs.z, f.qs.w};
@@ -374,7 +386,8 @@ struct WTypeHalf {
   struct Frag {
     uint4 v;
   };
-  __device__ static Frag Load(const jllm_u8* row, int u) { return {jllm_load_stream16(row + 16 * u)}; }
+  template <class M = FromGlobal>
+  __device__ static Frag Load(const jllm_u8* row, int u) { return {M::Load16(row + 16 * u)}; }
   __device__ static float Dot(const Frag& f, const float4* xv, float2 /*xsum*/, int /*u*/, const jllm_u8* /*row*/) {
     const jllm_u32 w[4] = {f.v.x, f.v.y, f.v.z, f.v.w};
     float acc = 0.f;
@@ -410,7 +423,8 @@ struct WType<lay::kF32> {
   struct Frag {
     uint4 v;
   };
-  __device__ static Frag Load(const jllm_u8* row, int u) { return {jllm_load_stream16(row + 16 * u)}; }
+  template <class M = FromGlobal>
+  __device__ static Frag Load(const jllm_u8* row, int u) { return {M::Load16(row + 16 * u)}; }
   __device__ static float Dot(const Frag& f, const float4* xv, float2 /*xsum*/, int /*u*/, const jllm_u8* /*row*/) {
     const float4 x = xv[0];
     float acc = __uint_as_float(f.v.x) * x.x;

@@ -37,22 +37,31 @@ static_assert(static_cast<int>(ir::KvDType::kF16) == 0 && static_cast<int>(ir::K
 // overridden for A/B measurements by an environment variable read wherever the graph is lowered
 // (the CUDA backend at load; jllm-compile for --arch CUBINs, which match only the same values):
 // JLLM_GEMV_R, JLLM_GEMV_NW, JLLM_GEMV_DEPTH, JLLM_GEMV_MINB, JLLM_GEMV_ITEMS, JLLM_GEMV_KSPLIT,
-// JLLM_GEMV_X (lowering.h); JLLM_ATTN_SPLITS, JLLM_ATTN_MINCHUNK, JLLM_ATTN_NW (decode attention).
-// GEMV (docs/PERF.md, "GEMV v3", "int16 activations"): one row (or the same row of gate and up)
-// per warp item, DEPTH 2 unit steps of 16-byte loads in flight per lane, registers capped for
-// MINB CTAs of NW warps per SM, x as int16: measured on the H200, occupancy beats x reuse across
-// rows (R = 2) and deeper rings (each costs registers); K is split only until every warp of a GPU
-// of kGemvTargetSms SMs has ITEMS/10 items — with int16 x a split's ticket costs more than the
-// imbalance it removes, so only matrices with fewer row groups than half the warps are split.
+// JLLM_GEMV_X (lowering.h), JLLM_GEMV_RING (0 = registers), JLLM_GEMV_BULK, JLLM_GEMV_SPREAD; JLLM_GEMM_MMA; JLLM_ATTN_SPLITS, JLLM_ATTN_MINCHUNK, JLLM_ATTN_NW (decode attention).
+// GEMV (docs/PERF.md, "GEMV v3", "int16 activations", "shared-memory ring"): one row (or the
+// same row of gate and up) per warp item, DEPTH 2 unit steps of 16-byte loads in flight per
+// lane, registers capped for MINB CTAs of NW warps per SM, x as int16: measured on the H200,
+// occupancy beats x reuse across rows (R = 2) and deeper rings (each costs registers); K is
+// split only until every warp of a GPU of kGemvTargetSms SMs has ITEMS/10 items — with int16 x
+// a split's ticket costs more than the imbalance it removes, so only matrices with fewer row
+// groups than half the warps are split. Measured faster but not yet through the GPU tests
+// (docs/PERF.md): RING 3, R 2, MINB 2, SPREAD 1 (4b +4 %, 14b +10 %); the next GPU visit
+// validates it and makes it the default.
 constexpr int kGemvRows = 1;
 constexpr int kGemvWarps = 8;
-constexpr int kGemvDepth = 2;
+constexpr int kGemvDepth = 2;  // steps ahead in registers (RING 0)
 constexpr int kGemvMinBlocks = 3;
 constexpr int kGemvItemsPerWarpX10 = 5;
 constexpr int kGemvTargetSms = 132;
 constexpr int kGemvMaxSplit = 8;
 constexpr int kGemvActivationPlanes = 2;  // int16 x (GemvActivationPlanes, lowering.h)
+constexpr int kGemvRing = 0;    // slots of a shared-memory ring per warp (0: steps ahead in registers)
+constexpr int kGemvBulk = 1;    // the ring filled by bulk copies on sm_90 (0: cp.async everywhere)
+constexpr int kGemvSpread = 0;  // 1: warps take equal step ranges (0: whole items round-robin)
 constexpr int kGemmBm = 128, kGemmBn = 64, kGemmTm = 8, kGemmTn = 4;
+// Prefill GEMM on the tensor cores (tf32 mma.sync; 1) or f32 FMAs (0, the default until a GPU
+// has measured and validated the tensor-core path; docs/PERF.md).
+constexpr int kGemmMma = 0;
 constexpr int kAttnSplits = 32;
 constexpr int kAttnMinChunk = 64;  // positions: fewer, fuller splits at short context
 constexpr int kAttnDecodeWarps = 4;
@@ -61,11 +70,12 @@ constexpr int kAttnPrefillRows = 32;  // query rows (tokens x heads of a group) 
 constexpr int kHeadOpsWarps = 1;  // one head per CTA: the heads spread over SMs
 constexpr int kEltThreads = 256;
 
-// The value of environment variable `name` if it is a positive integer, else `fallback`.
-int64_t TuningOverride(const char* name, int64_t fallback) {
+// The value of environment variable `name` if it is an integer >= `min` (default: positive),
+// else `fallback`.
+int64_t TuningOverride(const char* name, int64_t fallback, int64_t min = 1) {
   const char* v = std::getenv(name);
   int64_t out = 0;
-  return v != nullptr && absl::SimpleAtoi(v, &out) && out > 0 ? out : fallback;
+  return v != nullptr && absl::SimpleAtoi(v, &out) && out >= min ? out : fallback;
 }
 
 }  // namespace
@@ -84,6 +94,8 @@ int GemvActivationPlanes() {
   }
   return kGemvActivationPlanes;
 }
+
+bool GemmTensorCores() { return TuningOverride("JLLM_GEMM_MMA", kGemmMma, /*min=*/0) != 0; }
 
 namespace {
 
@@ -172,6 +184,7 @@ class Lowerer {
     const int r = static_cast<int>(TuningOverride("JLLM_GEMV_R", kGemvRows));
     const int nw = static_cast<int>(TuningOverride("JLLM_GEMV_NW", kGemvWarps));
     int64_t row_groups = 0, total_rows = 0, weight_bytes = 0, slots = 0;
+    int stage_bytes = 0;  // a ring slot: one step of R rows of each matrix an item reads
     int max_split = kGemvMaxSplit;
     for (size_t m = 0; m < members.size(); ++m) {
       const ir::WeightRef& w = W(members[m]);
@@ -183,6 +196,9 @@ class Lowerer {
       bool new_type = true;
       for (size_t i = 0; i < m; ++i) new_type &= W(members[i]).type != w.type;
       if (new_type && (!swiglu || m == 0)) ++slots;
+      if (!swiglu || m == 0) {
+        stage_bytes = std::max(stage_bytes, (swiglu ? 2 : 1) * r * geo::GemvStepBytes(static_cast<int>(w.type)));
+      }
       // A split keeps at least one unit for every lane of a warp.
       max_split = std::min<int>(max_split, std::max<int64_t>(1, k / 256 * geo::GemvUnits256(static_cast<int>(w.type)) / 32));
       total_rows += w.dim(1);
@@ -196,6 +212,11 @@ class Lowerer {
     defs.push_back(D("JLLM_KSPLIT", ksplit));
     defs.push_back(D("JLLM_DEPTH", TuningOverride("JLLM_GEMV_DEPTH", kGemvDepth)));
     defs.push_back(D("JLLM_MINB", TuningOverride("JLLM_GEMV_MINB", kGemvMinBlocks)));
+    int ring = static_cast<int>(TuningOverride("JLLM_GEMV_RING", kGemvRing, /*min=*/0));
+    if (ring == 1 || ring > 16) ring = kGemvRing;  // gemv.cu: 0 or 2..16 slots
+    defs.push_back(D("JLLM_RING", ring));
+    defs.push_back(D("JLLM_BULK", TuningOverride("JLLM_GEMV_BULK", kGemvBulk, /*min=*/0) != 0));
+    defs.push_back(D("JLLM_SPREAD", TuningOverride("JLLM_GEMV_SPREAD", kGemvSpread, /*min=*/0) != 0));
     const int x_planes = GemvActivationPlanes();
     defs.push_back(D("JLLM_XPLANES", x_planes));
     defs.push_back(D("JLLM_NORM", norm));
@@ -205,12 +226,13 @@ class Lowerer {
                         absl::StrCat("gemv ", absl::StrJoin(types, "+"), " ", absl::StrJoin(rows, "+"),
                                      "x", k, norm ? " +norm" : "", residual.present() ? " +residual" : "",
                                      swiglu ? " +swiglu" : "", ksplit > 1 ? absl::StrCat(" split", ksplit) : "",
-                                     x_planes == 1 ? " x:i8" : x_planes == 2 ? " x:i16" : ""),
+                                     x_planes == 1 ? " x:i8" : x_planes == 2 ? " x:i16" : "",
+                                     ring > 0 ? absl::StrCat(" ring", ring) : ""),
                         defs, 32 * nw);
     s.grid_x = row_groups * ksplit;  // at most one CTA an item
     s.persistent = true;
     s.min_grid_x = 1;  // CTAs never wait for each other
-    s.smem = geo::GemvSmemBytes(k, static_cast<int>(slots));
+    s.smem = geo::GemvSmemBytes(k, static_cast<int>(slots)) + geo::GemvRingBytes(stage_bytes, ring, nw);
     s.weight_bytes = weight_bytes;
     const int64_t out_rows = swiglu ? W(members[0]).dim(1) : total_rows;
     s.bytes_per_token = (k + out_rows + (residual.present() ? out_rows : 0)) * 4;
@@ -235,17 +257,18 @@ class Lowerer {
   Launch Gemm(ir::WeightId wid, Operand x, Operand residual, Operand y) {
     const ir::WeightRef& w = W(wid);
     const int64_t k = w.dim(0), n = w.dim(1);
+    const bool mma = GemmTensorCores();
     KernelSpec s = Base("gemm.cu", "gemm",
                         absl::StrCat("gemm ", Sv(GgmlTypeName(w.type)), " ", n, "x", k,
-                                     residual.present() ? " +residual" : ""),
+                                     residual.present() ? " +residual" : "", mma ? " mma" : ""),
                         {D("JLLM_TYPE", static_cast<int>(w.type)), D("JLLM_K", k), D("JLLM_N", n),
                          D("JLLM_BM", kGemmBm), D("JLLM_BN", kGemmBn), D("JLLM_TM", kGemmTm),
-                         D("JLLM_TN", kGemmTn), D("JLLM_RESIDUAL", residual.present())},
+                         D("JLLM_TN", kGemmTn), D("JLLM_RESIDUAL", residual.present()), D("JLLM_MMA", mma)},
                         (kGemmBm / kGemmTm) * (kGemmBn / kGemmTn));
     s.grid_x = geo::CeilDiv(n, kGemmBm);
     s.token_dim = 2;
     s.token_tile = kGemmBn;
-    s.smem = geo::GemmSmemBytes(kGemmBm, kGemmBn);
+    s.smem = geo::GemmSmemBytes(kGemmBm, kGemmBn, mma);
     s.weight_bytes = DeviceBytes(w);
     s.bytes_per_token = (k + n + (residual.present() ? n : 0)) * 4;
     s.flops_per_token = 2 * n * k;

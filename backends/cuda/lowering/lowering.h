@@ -97,4 +97,8 @@ absl::StatusOr<LoweredGraph> LowerGraph(const ir::Graph& graph);
 // bound) or "f32" (0). Other types always read f32. docs/PERF.md has the A/B.
 int GemvActivationPlanes();
 
+// Whether the prefill GEMMs run on the tensor cores (tf32 mma.sync, relative error ~2^-11 per
+// operand), from JLLM_GEMM_MMA at lowering (1; 0, the default, is f32 FMAs).
+bool GemmTensorCores();
+
 }  // namespace jllm::cuda

@@ -142,6 +142,40 @@ inline unsigned __ballot_sync(unsigned, int pred) {
 }
 inline int __all_sync(unsigned m, int pred) { return __ballot_sync(m, pred) == 0xffffffffu; }
 
+// Every lane's 8-byte value, in lane order (a warp collective, like emu_exchange).
+inline void emu_warp_gather(uint64_t v, uint64_t (&out)[32]) {
+  const unsigned tid = threadIdx.x, warp0 = tid / 32 * 32;
+  emu_cta->slots[tid] = v;
+  __syncwarp();
+  for (unsigned l = 0; l < 32; ++l) out[l] = emu_cta->slots[warp0 + l];
+  __syncwarp();
+}
+
+// mma.sync m16n8k8 tf32 (jllm_common.cuh gives the fragment layout): the lanes' fragments are
+// gathered, and each lane adds its four elements of A·B, the products exact (tf32 x tf32 fits
+// an f32), summed over k in order.
+inline void emu_mma_tf32_16x8x8(float (&c)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+  uint64_t a01[32], a23[32], b01[32];
+  emu_warp_gather(a[0] | (uint64_t{a[1]} << 32), a01);
+  emu_warp_gather(a[2] | (uint64_t{a[3]} << 32), a23);
+  emu_warp_gather(b[0] | (uint64_t{b[1]} << 32), b01);
+  auto f = [](uint64_t w, int hi) {
+    const uint32_t bits = static_cast<uint32_t>(w >> (hi ? 32 : 0)) & 0xffffe000u;  // tf32 reads 19 bits
+    float v;
+    std::memcpy(&v, &bits, 4);
+    return v;
+  };
+  auto A = [&](int r, int k) { return f(k < 4 ? a01[(r % 8) * 4 + k % 4] : a23[(r % 8) * 4 + k % 4], r >= 8); };
+  auto B = [&](int k, int n) { return f(b01[n * 4 + k % 4], k >= 4); };
+  const int lane = threadIdx.x & 31, g = lane / 4, t = lane % 4;
+  for (int e = 0; e < 4; ++e) {
+    const int r = g + (e >= 2 ? 8 : 0), n = 2 * t + (e & 1);
+    float sum = 0.f;
+    for (int k = 0; k < 8; ++k) sum += A(r, k) * B(k, n);
+    c[e] += sum;
+  }
+}
+
 // ---- atomics ----------------------------------------------------------------------------------
 template <class T>
 T atomicAdd(T* p, T v) { return std::atomic_ref<T>(*p).fetch_add(v); }
