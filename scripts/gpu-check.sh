@@ -144,23 +144,26 @@ profile() {
   done
 }
 step profile 300 profile
-ab() {  # A/B of the decode switches on 4b (docs/PERF.md): tuning overrides at lowering, PDL at run
-  local v name env
-  local p
-  for v in "default:" "pdl-off:JLLM_PDL=0" "r2-minb2:JLLM_GEMV_R=2 JLLM_GEMV_MINB=2" \
-           "x-f32:JLLM_GEMV_X=f32" "x-i16:JLLM_GEMV_X=i16" "x-i8:JLLM_GEMV_X=i8" \
-           "x-i16-r2-minb2:JLLM_GEMV_X=i16 JLLM_GEMV_R=2 JLLM_GEMV_MINB=2" \
-           "x-i16-depth4-minb2:JLLM_GEMV_X=i16 JLLM_GEMV_DEPTH=4 JLLM_GEMV_MINB=2"; do
+# A/B of the switches (docs/PERF.md): tuning overrides at lowering, PDL at run. Each variant of
+# AB_VARIANTS ("name:VAR=v VAR2=w;name2:...", default below) is compiled and benched
+# (AB_BENCH, default tg128 -r 2) on every preset of AB_PRESETS (default 4b); with AB_VALIDATE=1
+# each is also run with --validate on 0.6b and 4b (how far from cpu_ref it moves the logits).
+ab() {
+  local variants=${AB_VARIANTS:-"default:;pdl-off:JLLM_PDL=0;ring:JLLM_GEMV_RING=3 JLLM_GEMV_R=2 JLLM_GEMV_MINB=2 JLLM_GEMV_SPREAD=1;x-f32:JLLM_GEMV_X=f32;x-i8:JLLM_GEMV_X=i8"}
+  local v name env p
+  IFS=';' read -ra list <<< "$variants"
+  for v in "${list[@]}"; do
     name=${v%%:*} env=${v#*:}
-    echo "--- $name ($env)"
-    env $env "$bin/jllm-compile" "$work/models/4b.gguf" -o "$work/models/ab.plan" > /dev/null 2>&1 || return 1
-    env $env "$bin/jllm-bench" "$work/models/ab.plan" -p 0 -n 128 -r 2 2>&1 | grep -E "tg128|error"
-  done
-  for v in i16 i8 f32; do  # quantized activations move the logits: how far from cpu_ref
+    for p in ${AB_PRESETS:-4b}; do
+      echo "--- $name $p ($env)"
+      env $env "$bin/jllm-compile" "$work/models/$p.gguf" -o "$work/models/ab.plan" > /dev/null 2>&1 || return 1
+      env $env "$bin/jllm-bench" "$work/models/ab.plan" ${AB_BENCH:--p 0 -n 128 -r 2} 2>&1 | grep -E "pp[0-9]|tg[0-9]|error"
+    done
+    [ "${AB_VALIDATE:-0}" = 1 ] || continue
     for p in 0.6b 4b; do
-      echo "--- x-$v $p against cpu_ref"
-      JLLM_GEMV_X=$v "$bin/jllm-compile" "$work/models/$p.gguf" -o "$work/models/ab.plan" > /dev/null 2>&1 &&
-      JLLM_GEMV_X=$v "$bin/jllm-run" "$work/models/ab.plan" -p "The quick brown fox jumps over the lazy dog." \
+      echo "--- $name $p against cpu_ref"
+      env $env "$bin/jllm-compile" "$work/models/$p.gguf" -o "$work/models/ab.plan" > /dev/null 2>&1 &&
+      env $env "$bin/jllm-run" "$work/models/ab.plan" -p "The quick brown fox jumps over the lazy dog." \
         -n 16 --validate 2>&1 | tail -1
     done
   done
