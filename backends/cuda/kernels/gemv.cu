@@ -102,8 +102,10 @@ template <int kM>
 constexpr bool StagesSums() { return StagesF32<kM>() && WType<kType[kM]>::kHalfSums; }
 // A ring slot (RING > 0) holds one step of R rows of each matrix an item reads, for the widest
 // member group (launch_geometry.h, GemvRingBytes).
-constexpr int StageBytes(int m) { return kMembersPerItem * kR * geo::GemvStepBytes(kType[m]); }
-constexpr int MaxStageBytes(int m) { return m == 0 ? StageBytes(0) : (StageBytes(m) > MaxStageBytes(m - 1) ? StageBytes(m) : MaxStageBytes(m - 1)); }
+constexpr int StageBytes(int m) { return geo::GemvStageBytes(kType[m], kR, kMembersPerItem); }
+constexpr int MaxStageBytes(int m) {
+  return m == 0 ? StageBytes(0) : (StageBytes(m) > MaxStageBytes(m - 1) ? StageBytes(m) : MaxStageBytes(m - 1));
+}
 constexpr int kStageBytes = MaxStageBytes(kMemberGroups - 1);
 constexpr int SplitGroup(int s) { return s * kGroups256 / kKsplit; }  // first 256-group of split s
 
@@ -299,7 +301,8 @@ __device__ __forceinline__ void Finish(const jllm::cuda::GemvArgs& args, int spl
 // the fragments f — to acc.
 template <int kM>
 __device__ __forceinline__ void StepDots(const typename WType<kType[kM]>::Frag (&f)[kMembersPerItem][kR],
-                                         const float4* xsl, int u, int row0, const jllm_u8* const (&wbase)[kMembersPerItem],
+                                         const float4* xsl, int u, int row0,
+                                         const jllm_u8* const (&wbase)[kMembersPerItem],
                                          float (&acc)[kMembersPerItem][kR]) {
   constexpr int T = kType[kM];
   using W = WType<T>;
@@ -320,7 +323,9 @@ __device__ __forceinline__ void StepDots(const typename WType<kType[kM]>::Frag (
     for (int j = 0; j < kMembersPerItem; ++j) {
 #pragma unroll
       for (int r = 0; r < kR; ++r) {
-        if (row0 + r < kN) acc[j][r] += UnitDotXq<T, kK, kXPlanes>(f[j][r], x, meta, u, wbase[j] + (row0 + r) * kRowStride);
+        if (row0 + r < kN) {
+          acc[j][r] += UnitDotXq<T, kK, kXPlanes>(f[j][r], x, meta, u, wbase[j] + (row0 + r) * kRowStride);
+        }
       }
     }
   } else {
@@ -625,7 +630,11 @@ JLLM_KERNEL(gemv, jllm::cuda::GemvArgs, kThreads, JLLM_MINB) {
   // Item order: split-major, then member groups.
   for (int split = s_lo; split <= s_hi; ++split) {
     SegmentOf<0>(args, cta, split, warp, first, s_lo, s_hi, xs, ring, bars, ring_base);
-    if constexpr (kMemberGroups >= 2) SegmentOf<1>(args, cta, split, warp, first, s_lo, s_hi, xs, ring, bars, ring_base);
-    if constexpr (kMemberGroups >= 3) SegmentOf<2>(args, cta, split, warp, first, s_lo, s_hi, xs, ring, bars, ring_base);
+    if constexpr (kMemberGroups >= 2) {
+      SegmentOf<1>(args, cta, split, warp, first, s_lo, s_hi, xs, ring, bars, ring_base);
+    }
+    if constexpr (kMemberGroups >= 3) {
+      SegmentOf<2>(args, cta, split, warp, first, s_lo, s_hi, xs, ring, bars, ring_base);
+    }
   }
 }

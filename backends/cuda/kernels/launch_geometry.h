@@ -26,7 +26,9 @@ constexpr int GemvStepBytes(int type) {
   return static_cast<int>(32LL * layout::BodyBytes(type) * 256 / layout::BlockElems(type) / GemvUnits256(type));
 }
 // Each warp owns `ring` slots; a slot holds one step of R rows of every matrix an item reads
-// (`stage_bytes` = max over the items' kinds of matrices x R x GemvStepBytes).
+// (`matrices`: 2 for gate+up, else 1), for the widest type: `stage_bytes` is the largest
+// GemvStageBytes over the group's item kinds.
+constexpr int GemvStageBytes(int type, int rows, int matrices) { return matrices * rows * GemvStepBytes(type); }
 // Behind the slots, one 8-byte mbarrier per slot (used by the bulk copies).
 constexpr int GemvRingBytes(int stage_bytes, int ring, int warps) { return (stage_bytes + 8) * ring * warps; }
 

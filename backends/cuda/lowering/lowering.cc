@@ -37,7 +37,8 @@ static_assert(static_cast<int>(ir::KvDType::kF16) == 0 && static_cast<int>(ir::K
 // overridden for A/B measurements by an environment variable read wherever the graph is lowered
 // (the CUDA backend at load; jllm-compile for --arch CUBINs, which match only the same values):
 // JLLM_GEMV_R, JLLM_GEMV_NW, JLLM_GEMV_DEPTH, JLLM_GEMV_MINB, JLLM_GEMV_ITEMS, JLLM_GEMV_KSPLIT,
-// JLLM_GEMV_X (lowering.h), JLLM_GEMV_RING (0 = registers), JLLM_GEMV_BULK, JLLM_GEMV_SPREAD; JLLM_GEMM_MMA; JLLM_ATTN_SPLITS, JLLM_ATTN_MINCHUNK, JLLM_ATTN_NW (decode attention).
+// JLLM_GEMV_X (lowering.h), JLLM_GEMV_RING (0 = registers), JLLM_GEMV_BULK, JLLM_GEMV_SPREAD;
+// JLLM_GEMM_MMA (lowering.h); JLLM_ATTN_SPLITS, JLLM_ATTN_MINCHUNK, JLLM_ATTN_NW (decode attention).
 // GEMV (docs/PERF.md, "GEMV v3", "int16 activations", "shared-memory ring"): one row (or the
 // same row of gate and up) per warp item, DEPTH 2 unit steps of 16-byte loads in flight per
 // lane, registers capped for MINB CTAs of NW warps per SM, x as int16: measured on the H200,
@@ -197,7 +198,7 @@ class Lowerer {
       for (size_t i = 0; i < m; ++i) new_type &= W(members[i]).type != w.type;
       if (new_type && (!swiglu || m == 0)) ++slots;
       if (!swiglu || m == 0) {
-        stage_bytes = std::max(stage_bytes, (swiglu ? 2 : 1) * r * geo::GemvStepBytes(static_cast<int>(w.type)));
+        stage_bytes = std::max(stage_bytes, geo::GemvStageBytes(static_cast<int>(w.type), r, swiglu ? 2 : 1));
       }
       // A split keeps at least one unit for every lane of a warp.
       max_split = std::min<int>(max_split, std::max<int64_t>(1, k / 256 * geo::GemvUnits256(static_cast<int>(w.type)) / 32));
