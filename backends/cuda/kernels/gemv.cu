@@ -344,13 +344,15 @@ __device__ __forceinline__ void StepDots(const typename WType<kType[kM]>::Frag (
   }
 }
 
-// The warp's items of member-group kM in split `split` — items [i0, i1) of the CTA's range
-// with index ≡ `phase` (mod NW) — as one stream of unit steps, across item boundaries, with
-// the steps ahead in flight: kDepth steps in registers (RING 0), or RING - 1 steps copied by
-// cp.async into the warp's ring of RING shared-memory slots (`ring`), so that the bytes in
-// flight are bounded by shared memory instead of registers. `first`: this is the CTA's first
-// segment: every warp calls it, its opening loads go out before the wait for the predecessor,
-// and it stages x.
+// The warp's share of member-group kM in split `split` — of the CTA's items [i0, i1), those
+// with index ≡ `phase` (mod NW) (SPREAD 0) or an equal range of their unit steps (SPREAD 1) —
+// as one stream of unit steps, across item boundaries, with the steps ahead in flight: kDepth
+// steps in registers (RING 0), or RING - 1 steps copied (bulk copies or cp.async) into the
+// warp's ring of RING shared-memory slots (`ring`, with an mbarrier per slot in `bars`), so
+// that the bytes in flight are bounded by shared memory instead of registers; `ring_base`
+// counts the warp's ring steps across segments. `first`: this is the CTA's first segment:
+// every warp calls it, its opening loads go out before the wait for the predecessor, and it
+// stages x.
 template <int kM>
 __device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int split, int i0, int i1, int phase,
                                         bool first, int s_lo, int s_hi, float4* xs, jllm_u8* ring, jllm_u64* bars,
