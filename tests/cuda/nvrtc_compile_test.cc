@@ -14,6 +14,7 @@
 #include "backends/cuda/nvrtc/nvrtc_compiler.h"
 #include "backends/cuda/lowering/lowering.h"
 #include "frontends/gguf/gguf_file.h"
+#include "tests/cuda/kernel_variants.h"
 #include "tests/cuda/preset_graph.h"
 #include "tests/support/temp_files.h"
 #include "tests/support/test_data.h"
@@ -95,6 +96,36 @@ TEST(Nvrtc, ReadBandwidthProbeCompiles) {
 // Every kernel spec of the reference models compiles for every architecture jllm targets: the
 // Jetson Orin (sm_87) first, then A100 (sm_80), the RTX 30 series (sm_86), RTX 40 / L4 (sm_89)
 // and H100 / H200 (sm_90). Specs are deduplicated across models; compiles run in parallel.
+// Compiles every spec for every architecture (in parallel) and expects a CUDA ELF from each.
+void CompileEverywhere(const std::vector<KernelSpec>& specs, const std::vector<std::string>& archs) {
+  std::vector<std::pair<const KernelSpec*, std::string>> jobs;
+  for (const KernelSpec& s : specs) {
+    for (const std::string& a : archs) jobs.emplace_back(&s, a);
+  }
+  std::vector<std::string> failures(jobs.size());
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i = next++; i < jobs.size(); i = next++) {
+      NvrtcOptions o;
+      o.arch = jobs[i].second;
+      o.defines = jobs[i].first->DefineList();
+      auto compiled = CompileKernel(jobs[i].first->source, o);
+      if (!compiled.ok()) {
+        failures[i] = std::string(compiled.status().message()).substr(0, 2000);
+      } else if (!LooksLikeCubin(compiled->cubin) || ElfMachine(compiled->cubin) != 190) {
+        failures[i] = "not a CUDA ELF";
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (unsigned t = 0; t < std::max(2u, std::thread::hardware_concurrency()); ++t) threads.emplace_back(worker);
+  for (auto& t : threads) t.join();
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    EXPECT_TRUE(failures[i].empty()) << jobs[i].first->label << " for " << jobs[i].second << ": " << failures[i];
+  }
+  std::cout << specs.size() << " specs x " << archs.size() << " architectures compiled\n";
+}
+
 TEST(Nvrtc, EveryKernelSpecOfTheReferenceModelsCompilesForEveryTarget) {
   std::vector<KernelSpec> specs;
   auto add = [&](const ir::Graph& g, const std::string& model) {
@@ -123,33 +154,32 @@ TEST(Nvrtc, EveryKernelSpecOfTheReferenceModelsCompilesForEveryTarget) {
     std::cout << "tiny-coder not found at " << coder << "; its specs are not in this run\n";
   }
   ASSERT_GT(specs.size(), 20u);
-  const std::vector<std::string> archs = {"sm_80", "sm_86", "sm_87", "sm_89", "sm_90"};
-  std::vector<std::pair<const KernelSpec*, std::string>> jobs;
-  for (const KernelSpec& s : specs) {
-    for (const std::string& a : archs) jobs.emplace_back(&s, a);
-  }
-  std::vector<std::string> failures(jobs.size());
-  std::atomic<size_t> next{0};
-  auto worker = [&] {
-    for (size_t i = next++; i < jobs.size(); i = next++) {
-      NvrtcOptions o;
-      o.arch = jobs[i].second;
-      o.defines = jobs[i].first->DefineList();
-      auto compiled = CompileKernel(jobs[i].first->source, o);
-      if (!compiled.ok()) {
-        failures[i] = std::string(compiled.status().message()).substr(0, 2000);
-      } else if (!LooksLikeCubin(compiled->cubin) || ElfMachine(compiled->cubin) != 190) {
-        failures[i] = "not a CUDA ELF";
-      }
+  CompileEverywhere(specs, {"sm_80", "sm_86", "sm_87", "sm_89", "sm_90"});
+}
+
+// The kernel variants (tests/cuda/kernel_variants.h: the GEMV's ring with bulk copies or
+// cp.async, rows, spread; the GEMM on the tensor cores), lowered for the 4b preset with each
+// variant's switches: the specs that differ from the defaults compile for Ampere, the Orin and
+// Hopper (the bulk copies are in the sm_90 code only).
+TEST(Nvrtc, TheKernelVariantsCompileForAmpereTheOrinAndHopper) {
+  auto g = testing::PresetGraph("4b");
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto defaults = LowerGraph(*g);
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  std::vector<KernelSpec> specs;
+  for (const ::jllm::testing::OpVariant& v : ::jllm::testing::CudaKernelVariants()) {
+    ::jllm::testing::ScopedEnv env(v.env);
+    auto lowered = LowerGraph(*g);
+    ASSERT_TRUE(lowered.ok()) << v.name << ": " << lowered.status();
+    size_t changed = 0;
+    for (const KernelSpec& s : lowered->specs) {
+      if (std::find(defaults->specs.begin(), defaults->specs.end(), s) != defaults->specs.end()) continue;
+      ++changed;
+      if (std::find(specs.begin(), specs.end(), s) == specs.end()) specs.push_back(s);
     }
-  };
-  std::vector<std::thread> threads;
-  for (unsigned t = 0; t < std::max(2u, std::thread::hardware_concurrency()); ++t) threads.emplace_back(worker);
-  for (auto& t : threads) t.join();
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    EXPECT_TRUE(failures[i].empty()) << jobs[i].first->label << " for " << jobs[i].second << ": " << failures[i];
+    EXPECT_GT(changed, 0u) << v.name << " changed no kernel spec of the 4b preset";
   }
-  std::cout << specs.size() << " specs x " << archs.size() << " architectures compiled\n";
+  CompileEverywhere(specs, {"sm_80", "sm_87", "sm_90"});
 }
 
 }  // namespace

@@ -1,0 +1,58 @@
+// The CUDA backend's kernel variants that the tests run besides the defaults: the switches of
+// backends/cuda/lowering (docs/PERF.md), each with the op cases it changes. One list for the
+// emulated and the GPU op tests (tests/cuda/op_variants.h) and the NVRTC compile test.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace jllm::testing {
+
+// Which op-table cases a variant changes.
+enum class VariantCases {
+  kGemv,        // the decode GEMV: one-token matmuls and groups, logits
+  kGemvGroups,  // the same, the matmul groups only
+  kPrefill,     // the prefill GEMM: matmuls of more than one token
+};
+
+struct OpVariant {
+  std::string name;                                       // test-name prefix, e.g. "ring3_r2_spread"
+  std::vector<std::pair<std::string, std::string>> env;  // the switches, read at lowering
+  VariantCases cases;
+};
+
+// The defaults (one row per item, two steps ahead in registers, whole items dealt round-robin,
+// f32 FMAs in the prefill GEMM) are the tests' plain runs. Here: the GEMV configuration measured
+// fastest on the H200 (a ring of three shared-memory slots per warp — bulk copies on sm_90 and
+// in the emulation —, two rows per item, equal step ranges per warp); for the groups, two slots
+// with three rows per item and every matrix split in two along K (a slot holds several rows, a
+// warp's stream crosses splits and members), the ring filled by 16-byte cp.async (the path
+// before sm_90), and equal step ranges with registers; the prefill GEMM on the tensor cores.
+inline std::vector<OpVariant> CudaKernelVariants() {
+  return {
+      {"ring3_r2_spread",
+       {{"JLLM_GEMV_RING", "3"}, {"JLLM_GEMV_R", "2"}, {"JLLM_GEMV_MINB", "2"}, {"JLLM_GEMV_SPREAD", "1"}},
+       VariantCases::kGemv},
+      {"ring2_r3_split2", {{"JLLM_GEMV_RING", "2"}, {"JLLM_GEMV_R", "3"}, {"JLLM_GEMV_KSPLIT", "2"}},
+       VariantCases::kGemvGroups},
+      {"cpasync_ring3", {{"JLLM_GEMV_RING", "3"}, {"JLLM_GEMV_BULK", "0"}}, VariantCases::kGemvGroups},
+      {"registers_spread", {{"JLLM_GEMV_SPREAD", "1"}}, VariantCases::kGemvGroups},
+      {"gemm_mma_tf32", {{"JLLM_GEMM_MMA", "1"}}, VariantCases::kPrefill},
+  };
+}
+
+// Sets environment variables for its lifetime, then unsets them (the tests' switches are never
+// set outside such a scope).
+class ScopedEnv {
+ public:
+  explicit ScopedEnv(const std::vector<std::pair<std::string, std::string>>& env);
+  ~ScopedEnv();
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::vector<std::string> names_;
+};
+
+}  // namespace jllm::testing
