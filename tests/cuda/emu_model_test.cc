@@ -7,11 +7,14 @@
 
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "backends/cpu_ref/cpu_ref_backend.h"
 #include "backends/cuda/exec/cuda_backend.h"
 #include "backends/cuda/exec/graph_runner.h"
 #include "backends/cuda/exec/memory_plan.h"
+#include "backends/cuda/lowering/lowering.h"
 #include "frontends/gguf/gguf_file.h"
 #include "frontends/gguf/qwen3_graph.h"
 #include "frontends/gguf/synth_model.h"
@@ -21,6 +24,7 @@
 #include "runtime/session.h"
 #include "runtime/validate.h"
 #include "tests/cuda/emu/emu_device.h"
+#include "tests/cuda/kernel_variants.h"
 
 namespace jllm::cuda::emu {
 namespace {
@@ -65,10 +69,9 @@ ir::Graph Lowered(bool passes_on) {
 
 std::unique_ptr<Backend> EmulatedCuda() { return CreateCudaBackendOn(std::make_unique<EmuDevice>(), {}); }
 
-class EmuModelTest : public ::testing::TestWithParam<bool> {};
-
-TEST_P(EmuModelTest, LockstepWithCpuRef) {
-  const ir::Graph graph = Lowered(GetParam());
+// Six greedy steps of the emulated backend in lockstep with cpu_ref (runtime/validate.h).
+void CheckLockstepWithCpuRef(bool passes_on) {
+  const ir::Graph graph = Lowered(passes_on);
   BlobWeightSource weights(Blob());
   BackendOptions bo;
   bo.max_context = 64;
@@ -89,6 +92,18 @@ TEST_P(EmuModelTest, LockstepWithCpuRef) {
   }
   EXPECT_TRUE(report->passed) << report->Summary();
   EXPECT_EQ(report->top1_agree, static_cast<int64_t>(report->steps.size())) << report->Summary();
+}
+
+class EmuModelTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(EmuModelTest, LockstepWithCpuRef) { CheckLockstepWithCpuRef(GetParam()); }
+
+// With head_ops and attention prefetching the next GEMVs' weights (JLLM_PREFETCH): the ranges
+// bind to the weights (the emulation reads each range's ends) and the results do not move.
+TEST(EmuModelPrefetchTest, LockstepWithCpuRef) {
+  ::jllm::testing::ScopedEnv env(std::vector<std::pair<std::string, std::string>>{{"JLLM_PREFETCH", "1"}});
+  ASSERT_TRUE(Prefetching());
+  CheckLockstepWithCpuRef(true);
 }
 
 TEST(EmuModelSessionTest, GeneratesCpuRefsTokensGreedyAndSeeded) {

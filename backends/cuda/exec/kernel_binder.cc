@@ -86,6 +86,17 @@ absl::StatusOr<T*> As(const Resolver& r, const Operand& op) {
   return static_cast<T*>(p);
 }
 
+// The launch's L2 prefetch ranges (lowering: JLLM_PREFETCH), whole 16-byte units.
+absl::StatusOr<L2Prefetch> Prefetch(const Resolver& r, const Launch& l) {
+  L2Prefetch out{};
+  for (int i = 0; i < 2; ++i) {
+    if (!l.prefetch[i].present()) continue;
+    ASSIGN_OR_RETURN(out.p[i], As<const void>(r, l.prefetch[i]));
+    out.bytes[i] = static_cast<unsigned long long>(l.prefetch_bytes[i]) / 16 * 16;
+  }
+  return out;
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<uint8_t>> BindArgs(const ir::Graph& graph, const MemoryPlan& plan,
@@ -158,6 +169,7 @@ absl::StatusOr<std::vector<uint8_t>> BindArgs(const ir::Graph& graph, const Memo
       a.rope_step = l.p1;
       a.rope_scale = l.p2;
       a.n_tokens = n;
+      ASSIGN_OR_RETURN(a.prefetch, Prefetch(r, l));
       return Bytes(a);
     }
     case LaunchKind::kAttentionDecode:
@@ -176,6 +188,7 @@ absl::StatusOr<std::vector<uint8_t>> BindArgs(const ir::Graph& graph, const Memo
       a.max_ctx = b.max_context;
       a.scale = l.p0;
       a.n_tokens = n;
+      ASSIGN_OR_RETURN(a.prefetch, Prefetch(r, l));
       return Bytes(a);
     }
     case LaunchKind::kElementwise: {

@@ -59,6 +59,7 @@ JLLM_KERNEL(attention_decode, jllm::cuda::AttentionArgs, kThreads, 1) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int hk = blockIdx.x, split = blockIdx.y;
 
+  for (int i = 0; i < 2; ++i) jllm_prefetch_l2_share(args.prefetch.p[i], args.prefetch.bytes[i]);
   JLLM_GRID_WAIT();  // pos, q and this step's cache row come from the kernels before
   JLLM_LAUNCH_DEPENDENTS();
   const int n_pos = args.pos[0] + 1;

@@ -69,6 +69,7 @@ JLLM_KERNEL(head_ops, jllm::cuda::HeadOpsArgs, 32 * kWarps, 1) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int t = blockIdx.x;
   const int head = blockIdx.y * kWarps + warp;
+  for (int i = 0; i < 2; ++i) jllm_prefetch_l2_share(args.prefetch.p[i], args.prefetch.bytes[i]);
   JLLM_GRID_WAIT();
   JLLM_LAUNCH_DEPENDENTS();
   if (head >= kHq + kHk) return;  // whole warps only: no CTA barrier below

@@ -305,6 +305,32 @@ __device__ __forceinline__ void jllm_mbar_wait(jllm_u64* bar, jllm_u32 k) {
 }
 #endif  // JLLM_HAS_BULK_COPY
 
+// This CTA's share of [p, p + bytes) prefetched into L2 by one thread, in bulk prefetches of at
+// most 1 MB (sm_90; elsewhere nothing): a latency-bound kernel warms L2 with the weights of the
+// GEMVs after it while its own DRAM traffic is small. Weights only, so it may run before the
+// grid dependency. `p` 16-byte aligned. The emulation reads the range's first and last byte, so
+// a range outside its buffer shows (under the sanitizers).
+__device__ __forceinline__ void jllm_prefetch_l2_share(const void* p, unsigned long long bytes) {
+  if (p == nullptr || bytes == 0 || threadIdx.x != 0) return;
+#if defined(JLLM_EMULATE)
+  emu_check_aligned(p, 16);
+  const volatile unsigned char* b = static_cast<const unsigned char*>(p);
+  (void)b[0];
+  (void)b[bytes - 1];
+#elif JLLM_HAS_BULK_COPY
+  const unsigned long long ctas = static_cast<unsigned long long>(gridDim.x) * gridDim.y * gridDim.z;
+  const unsigned long long cta =
+      blockIdx.x + static_cast<unsigned long long>(gridDim.x) * (blockIdx.y + gridDim.y * blockIdx.z);
+  const unsigned long long lo = bytes * cta / ctas / 16 * 16, hi = bytes * (cta + 1) / ctas / 16 * 16;
+  constexpr unsigned long long kChunk = 1ull << 20;
+  for (unsigned long long o = lo; o < hi; o += kChunk) {
+    const unsigned size = static_cast<unsigned>(hi - o < kChunk ? hi - o : kChunk);
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(static_cast<const char*>(p) + o), "r"(size)
+                 : "memory");
+  }
+#endif
+}
+
 // 16 and 4 bytes of shared memory (a GEMV ring slot); `p` aligned to its size.
 __device__ __forceinline__ uint4 jllm_load_shared16(const void* p) {
 #if defined(JLLM_EMULATE)

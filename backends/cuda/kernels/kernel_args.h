@@ -61,6 +61,13 @@ struct RmsNormArgs {
   int n_tokens;
 };
 
+// Up to two weight ranges a latency-bound decode kernel (head_ops, attention) prefetches into L2
+// for the GEMVs after it, each CTA its share (jllm_prefetch_l2_share); bytes 0: none.
+struct L2Prefetch {
+  const void* p[2];
+  unsigned long long bytes[2];
+};
+
 // Per-head transforms on the heads of one token: q heads (x_q -> y_q) and kv heads (x_k -> K
 // cache, x_v -> V cache), each optionally RMS-normed (own gamma) and rotated (NEOX RoPE).
 struct HeadOpsArgs {
@@ -80,6 +87,7 @@ struct HeadOpsArgs {
   float rope_step;   // base^(-2/n_rot), computed by the host as cpu_ref does
   float rope_scale;  // freq_scale
   int n_tokens;
+  L2Prefetch prefetch;  // decode: weights a later kernel reads (JLLM_PREFETCH)
 };
 
 // Causal GQA attention over a layer's cache, decode (one token, split over the sequence) and
@@ -97,6 +105,7 @@ struct AttentionArgs {
   int max_ctx;         // cache positions per kv head
   float scale;         // applied to q·k before the softmax
   int n_tokens;
+  L2Prefetch prefetch;  // decode: weights a later kernel reads (JLLM_PREFETCH)
 };
 
 // Elementwise: y = a + b, or y = silu(a)·b, over n elements.

@@ -38,7 +38,7 @@ static_assert(static_cast<int>(ir::KvDType::kF16) == 0 && static_cast<int>(ir::K
 // (the CUDA backend at load; jllm-compile for --arch CUBINs, which match only the same values):
 // JLLM_GEMV_R, JLLM_GEMV_NW, JLLM_GEMV_DEPTH, JLLM_GEMV_MINB, JLLM_GEMV_ITEMS, JLLM_GEMV_KSPLIT,
 // JLLM_GEMV_X (lowering.h), JLLM_GEMV_RING (0 = registers), JLLM_GEMV_BULK, JLLM_GEMV_SPREAD;
-// JLLM_GEMM_MMA (lowering.h); JLLM_ATTN_SPLITS, JLLM_ATTN_MINCHUNK, JLLM_ATTN_NW (decode attention).
+// JLLM_GEMM_MMA, JLLM_PREFETCH (lowering.h); JLLM_ATTN_SPLITS, JLLM_ATTN_MINCHUNK, JLLM_ATTN_NW (decode attention).
 // GEMV (docs/PERF.md, "GEMV v3", "int16 activations", "shared-memory ring"): one row (or the
 // same row of gate and up) per warp item, DEPTH 2 unit steps of 16-byte loads in flight per
 // lane, registers capped for MINB CTAs of NW warps per SM, x as int16: measured on the H200,
@@ -63,6 +63,9 @@ constexpr int kGemmBm = 128, kGemmBn = 64, kGemmTm = 8, kGemmTn = 4;
 // Prefill GEMM on the tensor cores (tf32 mma.sync; 1) or f32 FMAs (0, the default until a GPU
 // has measured and validated the tensor-core path; docs/PERF.md).
 constexpr int kGemmMma = 0;
+// Decode head_ops and attention prefetch the next GEMVs' weights into L2 (1) or not (0, the
+// default until a GPU has measured it; docs/PERF.md).
+constexpr int kPrefetch = 0;
 constexpr int kAttnSplits = 32;
 constexpr int kAttnMinChunk = 64;  // positions: fewer, fuller splits at short context
 constexpr int kAttnDecodeWarps = 4;
@@ -98,6 +101,8 @@ int GemvActivationPlanes() {
 
 bool GemmTensorCores() { return TuningOverride("JLLM_GEMM_MMA", kGemmMma, /*min=*/0) != 0; }
 
+bool Prefetching() { return TuningOverride("JLLM_PREFETCH", kPrefetch, /*min=*/0) != 0; }
+
 namespace {
 
 std::string D(std::string_view name, int64_t v) { return absl::StrCat(Sv(name), "=", v); }
@@ -121,6 +126,7 @@ class Lowerer {
                                                     st.message()));
       }
     }
+    if (Prefetching()) AssignPrefetches();
     if (out_.logits >= 0) {
       const int64_t vocab = Width(out_.logits);
       KernelSpec s = Base("sample.cu", "sample", absl::StrCat("sample vocab ", vocab),
@@ -134,6 +140,30 @@ class Lowerer {
   }
 
  private:
+  // The latency-bound decode launches (head_ops, attention) each take the weights of the first
+  // GEMV after them that no earlier one took, in step order: in a Qwen3 layer head_ops warms
+  // L2 with the attention output projection and attention with gate and up, so those GEMVs
+  // read from L2 what the DRAM fetched while attention ran (docs/PERF.md).
+  void AssignPrefetches() {
+    std::vector<Launch*> waiting;
+    for (NodeLowering& nl : out_.nodes) {
+      for (Launch& l : nl.decode) {
+        if (l.kind == LaunchKind::kHeadOps || l.kind == LaunchKind::kAttentionDecode) {
+          waiting.push_back(&l);
+        } else if (l.kind == LaunchKind::kGemv && !waiting.empty()) {
+          Launch& p = *waiting.front();
+          waiting.erase(waiting.begin());
+          for (int m = 0, k = 0; m < 3 && k < 2; ++m) {
+            const Operand& w = l.ops[slot::kGemvW0 + m];
+            if (!w.present()) continue;
+            p.prefetch[k] = w;
+            p.prefetch_bytes[k++] = DeviceBytes(W(w.id));
+          }
+        }
+      }
+    }
+  }
+
   int64_t Width(ir::ValueId v) const { return g_.type_of(v).shape.dims.back(); }
   const ir::WeightRef& W(ir::WeightId w) const { return g_.weights[w]; }
   int64_t DeviceBytes(const ir::WeightRef& w) const {

@@ -71,6 +71,10 @@ struct Launch {
   // Scratch this launch needs in the shared workspace (reset by the kernel itself).
   int64_t workspace_floats = 0;
   int64_t workspace_counters = 0;
+  // Decode head_ops and attention (JLLM_PREFETCH=1): weights of a later GEMV to prefetch into L2
+  // (kernel_args.h, L2Prefetch), and their device bytes.
+  Operand prefetch[2] = {Operand::None(), Operand::None()};
+  int64_t prefetch_bytes[2] = {0, 0};
 };
 
 struct NodeLowering {
@@ -100,5 +104,9 @@ int GemvActivationPlanes();
 // Whether the prefill GEMMs run on the tensor cores (tf32 mma.sync, relative error ~2^-11 per
 // operand), from JLLM_GEMM_MMA at lowering (1; 0, the default, is f32 FMAs).
 bool GemmTensorCores();
+
+// Whether the decode head_ops and attention launches prefetch the weights of the GEMVs after
+// them into L2 (sm_90 bulk prefetch), from JLLM_PREFETCH at lowering (1; 0, the default, no).
+bool Prefetching();
 
 }  // namespace jllm::cuda

@@ -1,0 +1,86 @@
+// Lowering decisions that no kernel result shows: which decode launches prefetch which weights.
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "backends/cuda/device_layout.h"
+#include "backends/cuda/lowering/lowering.h"
+#include "gtest/gtest.h"
+#include "tests/cuda/kernel_variants.h"
+#include "tests/cuda/preset_graph.h"
+
+namespace jllm::cuda {
+namespace {
+
+// The 4b preset's decode launches in step order.
+std::vector<const Launch*> DecodeLaunches(const LoweredGraph& lg) {
+  std::vector<const Launch*> out;
+  for (const NodeLowering& nl : lg.nodes) {
+    for (const Launch& l : nl.decode) out.push_back(&l);
+  }
+  return out;
+}
+
+TEST(Lowering, WithoutPrefetchNoLaunchPrefetches) {
+  auto g = testing::PresetGraph("4b");
+  ASSERT_TRUE(g.ok()) << g.status();
+  ASSERT_FALSE(Prefetching());
+  auto lg = LowerGraph(*g);
+  ASSERT_TRUE(lg.ok()) << lg.status();
+  for (const Launch* l : DecodeLaunches(*lg)) {
+    EXPECT_FALSE(l->prefetch[0].present());
+    EXPECT_FALSE(l->prefetch[1].present());
+  }
+}
+
+// In every layer: head_ops prefetches the attention output projection, attention the gate and up
+// matrices — the weights of the GEMV after each that no earlier launch took — with their sizes.
+TEST(Lowering, HeadOpsAndAttentionPrefetchTheNextGemvsWeights) {
+  auto g = testing::PresetGraph("4b");
+  ASSERT_TRUE(g.ok()) << g.status();
+  ::jllm::testing::ScopedEnv env(std::vector<std::pair<std::string, std::string>>{{"JLLM_PREFETCH", "1"}});
+  ASSERT_TRUE(Prefetching());
+  auto lg = LowerGraph(*g);
+  ASSERT_TRUE(lg.ok()) << lg.status();
+  const std::vector<const Launch*> launches = DecodeLaunches(*lg);
+  auto name = [&](const Operand& w) { return g->weights[w.id].name; };
+  int head_ops = 0, attention = 0;
+  for (size_t i = 0; i < launches.size(); ++i) {
+    const Launch& l = *launches[i];
+    if (l.kind != LaunchKind::kHeadOps && l.kind != LaunchKind::kAttentionDecode) {
+      EXPECT_FALSE(l.prefetch[0].present()) << "launch " << i;
+      continue;
+    }
+    // The GEMVs after it: the first is attn-out, the second gate+up.
+    std::vector<const Launch*> gemvs;
+    for (size_t j = i + 1; j < launches.size() && gemvs.size() < 2; ++j) {
+      if (launches[j]->kind == LaunchKind::kGemv) gemvs.push_back(launches[j]);
+    }
+    ASSERT_EQ(gemvs.size(), 2u) << "launch " << i;
+    const Launch& target = *gemvs[l.kind == LaunchKind::kHeadOps ? 0 : 1];
+    for (int k = 0; k < 2; ++k) {
+      const Operand& want = target.ops[slot::kGemvW0 + k];
+      ASSERT_EQ(l.prefetch[k].present(), want.present()) << "launch " << i << " range " << k;
+      if (!want.present()) continue;
+      EXPECT_EQ(l.prefetch[k].kind, Operand::Kind::kWeight);
+      EXPECT_EQ(l.prefetch[k].id, want.id) << name(l.prefetch[k]) << " vs " << name(want);
+      const ir::WeightRef& w = g->weights[want.id];
+      EXPECT_EQ(l.prefetch_bytes[k], w.dim(1) * layout::RowStride(static_cast<int>(w.type), w.dim(0)));
+    }
+    if (l.kind == LaunchKind::kHeadOps) {
+      ++head_ops;
+      EXPECT_NE(name(l.prefetch[0]).find("attn_output"), std::string::npos) << name(l.prefetch[0]);
+      EXPECT_FALSE(l.prefetch[1].present());
+    } else {
+      ++attention;
+      EXPECT_NE(name(l.prefetch[0]).find("ffn_gate"), std::string::npos) << name(l.prefetch[0]);
+      ASSERT_TRUE(l.prefetch[1].present());
+      EXPECT_NE(name(l.prefetch[1]).find("ffn_up"), std::string::npos) << name(l.prefetch[1]);
+    }
+  }
+  EXPECT_EQ(head_ops, 36);  // the 4b preset's layers
+  EXPECT_EQ(attention, 36);
+}
+
+}  // namespace
+}  // namespace jllm::cuda
