@@ -1,4 +1,5 @@
-// Lowering decisions that no kernel result shows: which decode launches prefetch which weights.
+// Lowering decisions that no kernel result shows: which decode launches prefetch which weights,
+// and what becomes of a tuning variable the kernels cannot take.
 #include <string>
 #include <utility>
 #include <vector>
@@ -80,6 +81,34 @@ TEST(Lowering, HeadOpsAndAttentionPrefetchTheNextGemvsWeights) {
   }
   EXPECT_EQ(head_ops, 36);  // the 4b preset's layers
   EXPECT_EQ(attention, 36);
+}
+
+// A tuning variable set to a value the kernels cannot take is ignored with a warning that names
+// it, and the default is lowered instead (here: a ring of 1 slot, a depth that is no number, a
+// spread of 2).
+TEST(Lowering, UnusableTuningValuesAreIgnoredWithAWarning) {
+  auto g = testing::PresetGraph("0.6b");
+  ASSERT_TRUE(g.ok()) << g.status();
+  ::jllm::testing::ScopedEnv env(std::vector<std::pair<std::string, std::string>>{
+      {"JLLM_GEMV_RING", "1"}, {"JLLM_GEMV_DEPTH", "deep"}, {"JLLM_GEMV_SPREAD", "2"}});
+  ::testing::internal::CaptureStderr();
+  auto lg = LowerGraph(*g);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(lg.ok()) << lg.status();
+  EXPECT_NE(err.find("JLLM_GEMV_RING=1 is not"), std::string::npos) << err;
+  EXPECT_NE(err.find("JLLM_GEMV_DEPTH=deep is not"), std::string::npos) << err;
+  EXPECT_NE(err.find("JLLM_GEMV_SPREAD=2 is not"), std::string::npos) << err;
+  int gemvs = 0;
+  for (const KernelSpec& s : lg->specs) {
+    if (s.kernel != "gemv") continue;
+    ++gemvs;
+    for (const auto& [name, value] : s.DefineList()) {
+      if (name == "JLLM_RING") EXPECT_EQ(value, "0") << s.label;
+      if (name == "JLLM_DEPTH") EXPECT_EQ(value, "2") << s.label;
+      if (name == "JLLM_SPREAD") EXPECT_EQ(value, "0") << s.label;
+    }
+  }
+  EXPECT_GT(gemvs, 0);
 }
 
 }  // namespace

@@ -4,8 +4,10 @@
 //   prologue  NORM:     x is RMS-normed (and scaled by gamma) while it is staged
 //   body      every warp streams R rows of one member, unit by unit (weight_types.cuh)
 //   epilogue  RESIDUAL: y += residual;  SWIGLU: y = silu(W_gate·x) · (W_up·x)
-// Memory-bound: every weight byte is read once, with 16-byte streaming loads into registers
-// (RING 0) or with 16-byte cp.async copies into a per-warp shared-memory ring (RING > 0).
+// Every weight byte is read once, with 16-byte streaming loads into registers (RING 0) or
+// copied (bulk copies on sm_90, else 16-byte cp.async) into a per-warp shared-memory ring (RING
+// > 0). Meant to be bound by memory; ncu shows instruction issue and the RMSNorm prologue bound
+// it today (docs/PERF.md, "shared-memory ring").
 //
 // Work split (docs/PERF.md, "GEMV v3"). The work is a list of items: R rows of one member (or R
 // rows of gate and of up, with SWIGLU) times one of KSPLIT column splits, split-major. CTAs are

@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <map>
+#include <mutex>
+#include <set>
 #include <string>
 
 #include "absl/strings/numbers.h"
@@ -38,15 +41,16 @@ static_assert(static_cast<int>(ir::KvDType::kF16) == 0 && static_cast<int>(ir::K
 // (the CUDA backend at load; jllm-compile for --arch CUBINs, which match only the same values):
 // JLLM_GEMV_R, JLLM_GEMV_NW, JLLM_GEMV_DEPTH, JLLM_GEMV_MINB, JLLM_GEMV_ITEMS, JLLM_GEMV_KSPLIT,
 // JLLM_GEMV_X (lowering.h), JLLM_GEMV_RING (0 = registers), JLLM_GEMV_BULK, JLLM_GEMV_SPREAD;
-// JLLM_GEMM_MMA, JLLM_PREFETCH (lowering.h); JLLM_ATTN_SPLITS, JLLM_ATTN_MINCHUNK, JLLM_ATTN_NW (decode attention).
+// JLLM_GEMM_MMA, JLLM_PREFETCH (lowering.h); JLLM_ATTN_SPLITS, JLLM_ATTN_MINCHUNK,
+// JLLM_ATTN_NW (decode attention). A value that cannot be used is ignored with a warning.
 // GEMV (docs/PERF.md, "GEMV v3", "int16 activations", "shared-memory ring"): one row (or the
 // same row of gate and up) per warp item, DEPTH 2 unit steps of 16-byte loads in flight per
 // lane, registers capped for MINB CTAs of NW warps per SM, x as int16: measured on the H200,
 // occupancy beats x reuse across rows (R = 2) and deeper rings (each costs registers); K is
 // split only until every warp of a GPU of kGemvTargetSms SMs has ITEMS/10 items — with int16 x
 // a split's ticket costs more than the imbalance it removes, so only matrices with fewer row
-// groups than half the warps are split. Measured faster but not yet through the GPU tests
-// (docs/PERF.md): RING 3, R 2, MINB 2, SPREAD 1 (4b +4 %, 14b +10 %); the next GPU visit
+// groups than half the warps are split. Measured faster but not yet through the GPU tests:
+// RING 3, R 2, MINB 2, SPREAD 1 (docs/PERF.md, "shared-memory ring"); the next GPU visit
 // validates it and makes it the default.
 constexpr int kGemvRows = 1;
 constexpr int kGemvWarps = 8;
@@ -74,12 +78,29 @@ constexpr int kAttnPrefillRows = 32;  // query rows (tokens x heads of a group) 
 constexpr int kHeadOpsWarps = 1;  // one head per CTA: the heads spread over SMs
 constexpr int kEltThreads = 256;
 
-// The value of environment variable `name` if it is an integer >= `min` (default: positive),
-// else `fallback`.
-int64_t TuningOverride(const char* name, int64_t fallback, int64_t min = 1) {
+// Says on stderr, once per variable, that a tuning variable's value is not used and why.
+void WarnIgnored(const char* name, const char* value, const std::string& wanted, int64_t fallback) {
+  static std::mutex mu;
+  static std::set<std::string> warned;
+  std::lock_guard<std::mutex> lock(mu);
+  if (!warned.insert(name).second) return;
+  std::fprintf(stderr, "jllm: %s=%s is not %s; using %lld\n", name, value, wanted.c_str(),
+               static_cast<long long>(fallback));
+}
+
+// The value of environment variable `name` if it is an integer in [min, max] (default: any
+// positive), else `fallback` (with a warning when the variable is set to something else).
+int64_t TuningOverride(const char* name, int64_t fallback, int64_t min = 1,
+                       int64_t max = std::numeric_limits<int64_t>::max()) {
   const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return fallback;
   int64_t out = 0;
-  return v != nullptr && absl::SimpleAtoi(v, &out) && out >= min ? out : fallback;
+  if (absl::SimpleAtoi(v, &out) && out >= min && out <= max) return out;
+  WarnIgnored(name, v,
+              max == std::numeric_limits<int64_t>::max() ? absl::StrCat("an integer >= ", min)
+                                                         : absl::StrCat("an integer in ", min, "..", max),
+              fallback);
+  return fallback;
 }
 
 }  // namespace
@@ -91,17 +112,13 @@ int GemvActivationPlanes() {
   if (s == "f32") return 0;
   if (s == "i8") return 1;
   if (s == "i16") return 2;
-  static bool warned = false;
-  if (!warned) {
-    std::fprintf(stderr, "jllm: JLLM_GEMV_X=%s is not f32, i8 or i16; using the default\n", v);
-    warned = true;
-  }
+  WarnIgnored("JLLM_GEMV_X", v, "f32, i8 or i16 (planes 0, 1, 2)", kGemvActivationPlanes);
   return kGemvActivationPlanes;
 }
 
-bool GemmTensorCores() { return TuningOverride("JLLM_GEMM_MMA", kGemmMma, /*min=*/0) != 0; }
+bool GemmTensorCores() { return TuningOverride("JLLM_GEMM_MMA", kGemmMma, /*min=*/0, /*max=*/1) != 0; }
 
-bool Prefetching() { return TuningOverride("JLLM_PREFETCH", kPrefetch, /*min=*/0) != 0; }
+bool Prefetching() { return TuningOverride("JLLM_PREFETCH", kPrefetch, /*min=*/0, /*max=*/1) != 0; }
 
 namespace {
 
@@ -213,7 +230,7 @@ class Lowerer {
     std::vector<std::string> defs = {D("JLLM_K", k), D("JLLM_NM", static_cast<int64_t>(members.size()))};
     std::vector<std::string> types, rows;
     const int r = static_cast<int>(TuningOverride("JLLM_GEMV_R", kGemvRows));
-    const int nw = static_cast<int>(TuningOverride("JLLM_GEMV_NW", kGemvWarps));
+    const int nw = static_cast<int>(TuningOverride("JLLM_GEMV_NW", kGemvWarps, 1, /*max=*/32));
     int64_t row_groups = 0, total_rows = 0, weight_bytes = 0, slots = 0;
     int stage_bytes = 0;  // a ring slot: one step of R rows of each matrix an item reads
     int max_split = kGemvMaxSplit;
@@ -241,13 +258,16 @@ class Lowerer {
     defs.push_back(D("JLLM_R", r));
     defs.push_back(D("JLLM_NW", nw));
     defs.push_back(D("JLLM_KSPLIT", ksplit));
-    defs.push_back(D("JLLM_DEPTH", TuningOverride("JLLM_GEMV_DEPTH", kGemvDepth)));
+    defs.push_back(D("JLLM_DEPTH", TuningOverride("JLLM_GEMV_DEPTH", kGemvDepth, 1, /*max=*/8)));
     defs.push_back(D("JLLM_MINB", TuningOverride("JLLM_GEMV_MINB", kGemvMinBlocks)));
-    int ring = static_cast<int>(TuningOverride("JLLM_GEMV_RING", kGemvRing, /*min=*/0));
-    if (ring == 1 || ring > 16) ring = kGemvRing;  // gemv.cu: 0 or 2..16 slots
+    int ring = static_cast<int>(TuningOverride("JLLM_GEMV_RING", kGemvRing, /*min=*/0, /*max=*/16));
+    if (ring == 1) {  // gemv.cu: 0 or 2..16 slots
+      WarnIgnored("JLLM_GEMV_RING", "1", "0 (registers) or 2..16 slots", kGemvRing);
+      ring = kGemvRing;
+    }
     defs.push_back(D("JLLM_RING", ring));
-    defs.push_back(D("JLLM_BULK", TuningOverride("JLLM_GEMV_BULK", kGemvBulk, /*min=*/0) != 0));
-    defs.push_back(D("JLLM_SPREAD", TuningOverride("JLLM_GEMV_SPREAD", kGemvSpread, /*min=*/0) != 0));
+    defs.push_back(D("JLLM_BULK", TuningOverride("JLLM_GEMV_BULK", kGemvBulk, /*min=*/0, /*max=*/1) != 0));
+    defs.push_back(D("JLLM_SPREAD", TuningOverride("JLLM_GEMV_SPREAD", kGemvSpread, /*min=*/0, /*max=*/1) != 0));
     const int x_planes = GemvActivationPlanes();
     defs.push_back(D("JLLM_XPLANES", x_planes));
     defs.push_back(D("JLLM_NORM", norm));
