@@ -149,7 +149,7 @@ step profile 300 profile
 # (AB_BENCH, default tg128 -r 2) on every preset of AB_PRESETS (default 4b); with AB_VALIDATE=1
 # each is also run with --validate on 0.6b and 4b (how far from cpu_ref it moves the logits).
 ab() {
-  local variants=${AB_VARIANTS:-"default:;pdl-off:JLLM_PDL=0;ring:JLLM_GEMV_RING=3 JLLM_GEMV_R=2 JLLM_GEMV_MINB=2 JLLM_GEMV_SPREAD=1;x-f32:JLLM_GEMV_X=f32;x-i8:JLLM_GEMV_X=i8"}
+  local variants=${AB_VARIANTS:-"default:;pdl-off:JLLM_PDL=0;registers:JLLM_GEMV_RING=0 JLLM_GEMV_R=1 JLLM_GEMV_MINB=3 JLLM_GEMV_SPREAD=0;prefetch:JLLM_PREFETCH=1;x-f32:JLLM_GEMV_X=f32;x-i8:JLLM_GEMV_X=i8"}
   local v name env p
   IFS=';' read -ra list <<< "$variants"
   for v in "${list[@]}"; do

@@ -87,23 +87,27 @@ void CheckLockstepWithCpuRef(bool passes_on) {
   greedy.temperature = 0;
   auto report = runtime::ValidateLockstep(*cpu, *gpu, prompt, 6, greedy);
   ASSERT_TRUE(report.ok()) << report.status();
-  for (const auto& s : report->steps) {
-    EXPECT_LT(s.relative, 1e-4) << "position " << s.position;  // same f32 arithmetic, other order
+  if (!GemmTensorCores()) {  // else the prefill GEMM rounds to tf32: validate's bound (below)
+    for (const auto& s : report->steps) {
+      EXPECT_LT(s.relative, 1e-4) << "position " << s.position;  // same f32 arithmetic, other order
+    }
   }
   EXPECT_TRUE(report->passed) << report->Summary();
   EXPECT_EQ(report->top1_agree, static_cast<int64_t>(report->steps.size())) << report->Summary();
 }
 
-class EmuModelTest : public ::testing::TestWithParam<bool> {};
+// The defaults (every pass, the tensor-core prefill, within validate's bound); and without the
+// fusion passes, with the prefill on f32 FMAs — the same arithmetic as cpu_ref, so within 1e-4
+// — and head_ops and attention prefetching the next GEMVs' weights (JLLM_PREFETCH: the ranges
+// bind to the weights, the emulation reads each range's ends, and the results do not move).
+TEST(EmuModelTest, LockstepWithCpuRef) { CheckLockstepWithCpuRef(true); }
 
-TEST_P(EmuModelTest, LockstepWithCpuRef) { CheckLockstepWithCpuRef(GetParam()); }
-
-// With head_ops and attention prefetching the next GEMVs' weights (JLLM_PREFETCH): the ranges
-// bind to the weights (the emulation reads each range's ends) and the results do not move.
-TEST(EmuModelPrefetchTest, LockstepWithCpuRef) {
-  ::jllm::testing::ScopedEnv env(std::vector<std::pair<std::string, std::string>>{{"JLLM_PREFETCH", "1"}});
+TEST(EmuModelTest, LockstepWithCpuRefUnfusedF32PrefillAndPrefetch) {
+  ::jllm::testing::ScopedEnv env(
+      std::vector<std::pair<std::string, std::string>>{{"JLLM_GEMM_MMA", "0"}, {"JLLM_PREFETCH", "1"}});
   ASSERT_TRUE(Prefetching());
-  CheckLockstepWithCpuRef(true);
+  ASSERT_FALSE(GemmTensorCores());
+  CheckLockstepWithCpuRef(false);
 }
 
 TEST(EmuModelSessionTest, GeneratesCpuRefsTokensGreedyAndSeeded) {
@@ -145,9 +149,6 @@ TEST(EmuModelSessionTest, GeneratesCpuRefsTokensGreedyAndSeeded) {
     EXPECT_EQ(tokens[1], tokens[3]) << "temperature " << sampling.temperature << ", second turn";
   }
 }
-
-INSTANTIATE_TEST_SUITE_P(Passes, EmuModelTest, ::testing::Values(true, false),
-                         [](const ::testing::TestParamInfo<bool>& i) { return i.param ? "DefaultPasses" : "NoFusion"; });
 
 }  // namespace
 }  // namespace jllm::cuda::emu

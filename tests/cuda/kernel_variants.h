@@ -17,28 +17,29 @@ enum class VariantCases {
 };
 
 struct OpVariant {
-  std::string name;                                       // test-name prefix, e.g. "ring3_r2_spread"
+  std::string name;                                       // test-name prefix, e.g. "registers_r1"
   std::vector<std::pair<std::string, std::string>> env;  // the switches, read at lowering
   VariantCases cases;
 };
 
-// The defaults (one row per item, two steps ahead in registers, whole items dealt round-robin,
-// f32 FMAs in the prefill GEMM) are the tests' plain runs. Here: the GEMV configuration measured
-// fastest on the H200 (a ring of three shared-memory slots per warp — bulk copies on sm_90 and
-// in the emulation —, two rows per item, equal step ranges per warp); for the groups, two slots
-// with three rows per item and every matrix split in two along K (a slot holds several rows, a
-// warp's stream crosses splits and members), the ring filled by 16-byte cp.async (the path
-// before sm_90), and equal step ranges with registers; the prefill GEMM on the tensor cores.
+// The defaults (two rows per item through a ring of three shared-memory slots per warp — bulk
+// copies on sm_90 and in the emulation —, equal step ranges per warp, tf32 tensor cores in the
+// prefill GEMM) are the tests' plain runs. Here: the GEMV with its steps in registers, one row
+// per item and whole items dealt round-robin (the default through stop 16, and the kernel
+// without shared memory); for the groups, two slots with three rows per item and every matrix split in two
+// along K (a slot holds several rows, a warp's stream crosses splits and members), the ring
+// filled by 16-byte cp.async (the path before sm_90), and equal step ranges with registers; the
+// prefill GEMM on f32 FMAs (the default runs it on the tensor cores, tf32).
 inline std::vector<OpVariant> CudaKernelVariants() {
   return {
-      {"ring3_r2_spread",
-       {{"JLLM_GEMV_RING", "3"}, {"JLLM_GEMV_R", "2"}, {"JLLM_GEMV_MINB", "2"}, {"JLLM_GEMV_SPREAD", "1"}},
+      {"registers_r1",
+       {{"JLLM_GEMV_RING", "0"}, {"JLLM_GEMV_R", "1"}, {"JLLM_GEMV_MINB", "3"}, {"JLLM_GEMV_SPREAD", "0"}},
        VariantCases::kGemv},
       {"ring2_r3_split2", {{"JLLM_GEMV_RING", "2"}, {"JLLM_GEMV_R", "3"}, {"JLLM_GEMV_KSPLIT", "2"}},
        VariantCases::kGemvGroups},
       {"cpasync_ring3", {{"JLLM_GEMV_RING", "3"}, {"JLLM_GEMV_BULK", "0"}}, VariantCases::kGemvGroups},
-      {"registers_spread", {{"JLLM_GEMV_SPREAD", "1"}}, VariantCases::kGemvGroups},
-      {"gemm_mma_tf32", {{"JLLM_GEMM_MMA", "1"}}, VariantCases::kPrefill},
+      {"registers_spread", {{"JLLM_GEMV_RING", "0"}}, VariantCases::kGemvGroups},
+      {"gemm_fma", {{"JLLM_GEMM_MMA", "0"}}, VariantCases::kPrefill},
   };
 }
 

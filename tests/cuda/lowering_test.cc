@@ -1,5 +1,6 @@
 // Lowering decisions that no kernel result shows: which decode launches prefetch which weights,
 // and what becomes of a tuning variable the kernels cannot take.
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -85,10 +86,23 @@ TEST(Lowering, HeadOpsAndAttentionPrefetchTheNextGemvsWeights) {
 
 // A tuning variable set to a value the kernels cannot take is ignored with a warning that names
 // it, and the default is lowered instead (here: a ring of 1 slot, a depth that is no number, a
-// spread of 2).
+// spread of 2): every GEMV gets the ring, depth and spread of a lowering without the variables.
 TEST(Lowering, UnusableTuningValuesAreIgnoredWithAWarning) {
   auto g = testing::PresetGraph("0.6b");
   ASSERT_TRUE(g.ok()) << g.status();
+  auto switches = [](const LoweredGraph& lg) {
+    std::vector<std::string> out;
+    for (const KernelSpec& s : lg.specs) {
+      if (s.kernel != "gemv") continue;
+      for (const auto& [name, value] : s.DefineList()) {
+        if (name == "JLLM_RING" || name == "JLLM_DEPTH" || name == "JLLM_SPREAD") out.push_back(name + "=" + value);
+      }
+    }
+    return out;
+  };
+  auto plain = LowerGraph(*g);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  const std::vector<std::string> defaults = switches(*plain);
   ::jllm::testing::ScopedEnv env(std::vector<std::pair<std::string, std::string>>{
       {"JLLM_GEMV_RING", "1"}, {"JLLM_GEMV_DEPTH", "deep"}, {"JLLM_GEMV_SPREAD", "2"}});
   ::testing::internal::CaptureStderr();
@@ -98,17 +112,13 @@ TEST(Lowering, UnusableTuningValuesAreIgnoredWithAWarning) {
   EXPECT_NE(err.find("JLLM_GEMV_RING=1 is not"), std::string::npos) << err;
   EXPECT_NE(err.find("JLLM_GEMV_DEPTH=deep is not"), std::string::npos) << err;
   EXPECT_NE(err.find("JLLM_GEMV_SPREAD=2 is not"), std::string::npos) << err;
-  int gemvs = 0;
-  for (const KernelSpec& s : lg->specs) {
-    if (s.kernel != "gemv") continue;
-    ++gemvs;
-    for (const auto& [name, value] : s.DefineList()) {
-      if (name == "JLLM_RING") EXPECT_EQ(value, "0") << s.label;
-      if (name == "JLLM_DEPTH") EXPECT_EQ(value, "2") << s.label;
-      if (name == "JLLM_SPREAD") EXPECT_EQ(value, "0") << s.label;
-    }
-  }
-  EXPECT_GT(gemvs, 0);
+  const std::vector<std::string> got = switches(*lg);
+  const auto gemvs = std::count_if(lg->specs.begin(), lg->specs.end(),
+                                   [](const KernelSpec& s) { return s.kernel == "gemv"; });
+  EXPECT_EQ(got.size(), 3 * static_cast<size_t>(gemvs));
+  EXPECT_FALSE(got.empty());
+  EXPECT_EQ(got, defaults);
+  for (const std::string& d : got) EXPECT_TRUE(d != "JLLM_RING=1" && d != "JLLM_SPREAD=2") << d;
 }
 
 }  // namespace

@@ -87,7 +87,10 @@ constexpr int SlotOf(int m) {
   for (int i = 0; i < FirstOf(m); ++i) s += FirstOf(i) == i ? 1 : 0;
   return s;
 }
-constexpr int kSlots = SlotOf(kMemberGroups - 1) + (FirstOf(kMemberGroups - 1) == kMemberGroups - 1 ? 1 : 0);
+// Slots in all: the distinct types among the member groups (the ring lies behind them).
+constexpr int SlotsBefore(int m) { return m == 0 ? 0 : SlotsBefore(m - 1) + (FirstOf(m - 1) == m - 1 ? 1 : 0); }
+constexpr int kSlots = SlotsBefore(kMemberGroups);
+static_assert(kSlots == JLLM_XSLOTS, "the lowering sized shared memory for as many x slots as the kernel stages");
 constexpr int kSlotFloat4 = geo::GemvSlotFloat4(kK);  // f32 parts, then float2 run sums
 // Member m reads quantized x (weight_types.cuh): a slot of arrays of its units — the A runs,
 // the B runs (uint4 each), (d_A, Σq_A, d_B, Σq_B), and with two planes the low bytes of the A

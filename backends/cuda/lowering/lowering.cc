@@ -43,32 +43,34 @@ static_assert(static_cast<int>(ir::KvDType::kF16) == 0 && static_cast<int>(ir::K
 // JLLM_GEMV_X (lowering.h), JLLM_GEMV_RING (0 = registers), JLLM_GEMV_BULK, JLLM_GEMV_SPREAD;
 // JLLM_GEMM_MMA, JLLM_PREFETCH (lowering.h); JLLM_ATTN_SPLITS, JLLM_ATTN_MINCHUNK,
 // JLLM_ATTN_NW (decode attention). A value that cannot be used is ignored with a warning.
-// GEMV (docs/PERF.md, "GEMV v3", "int16 activations", "shared-memory ring"): one row (or the
-// same row of gate and up) per warp item, DEPTH 2 unit steps of 16-byte loads in flight per
-// lane, registers capped for MINB CTAs of NW warps per SM, x as int16: measured on the H200,
-// occupancy beats x reuse across rows (R = 2) and deeper rings (each costs registers); K is
+// GEMV (docs/PERF.md, "GEMV v3", "int16 activations", "shared-memory ring"): two rows (or the
+// same rows of gate and up) per warp item, their 16-byte steps staged through a ring of RING
+// shared-memory slots per warp (bulk copies on sm_90, cp.async before), registers capped for
+// MINB CTAs of NW warps per SM, x as int16, each warp an equal range of steps (an item cut at a
+// warp boundary summed across warps in a fixed order). Measured on the H200: ncu finds the
+// kernel bound by issue and by its RMSNorm prologue, not by bytes in flight; the ring frees the
+// registers that x reuse across two rows needs, which then pays (R 2 without it loses). K is
 // split only until every warp of a GPU of kGemvTargetSms SMs has ITEMS/10 items — with int16 x
 // a split's ticket costs more than the imbalance it removes, so only matrices with fewer row
-// groups than half the warps are split. Measured faster but not yet through the GPU tests:
-// RING 3, R 2, MINB 2, SPREAD 1 (docs/PERF.md, "shared-memory ring"); the next GPU visit
-// validates it and makes it the default.
-constexpr int kGemvRows = 1;
+// groups than half the warps are split. RING 0 (DEPTH steps ahead in registers) with R 1 and
+// MINB 3 was the default through stop 16.
+constexpr int kGemvRows = 2;
 constexpr int kGemvWarps = 8;
 constexpr int kGemvDepth = 2;  // steps ahead in registers (RING 0)
-constexpr int kGemvMinBlocks = 3;
+constexpr int kGemvMinBlocks = 2;
 constexpr int kGemvItemsPerWarpX10 = 5;
 constexpr int kGemvTargetSms = 132;
 constexpr int kGemvMaxSplit = 8;
 constexpr int kGemvActivationPlanes = 2;  // int16 x (GemvActivationPlanes, lowering.h)
-constexpr int kGemvRing = 0;    // slots of a shared-memory ring per warp (0: steps ahead in registers)
+constexpr int kGemvRing = 3;    // slots of a shared-memory ring per warp (0: steps ahead in registers)
 constexpr int kGemvBulk = 1;    // the ring filled by bulk copies on sm_90 (0: cp.async everywhere)
-constexpr int kGemvSpread = 0;  // 1: warps take equal step ranges (0: whole items round-robin)
+constexpr int kGemvSpread = 1;  // 1: warps take equal step ranges (0: whole items round-robin)
 constexpr int kGemmBm = 128, kGemmBn = 64, kGemmTm = 8, kGemmTn = 4;
-// Prefill GEMM on the tensor cores (tf32 mma.sync; 1) or f32 FMAs (0, the default until a GPU
-// has measured and validated the tensor-core path; docs/PERF.md).
-constexpr int kGemmMma = 0;
+// Prefill GEMM on the tensor cores (tf32 mma.sync; 1, the default: pp512 on the H200 +22..26 %,
+// --validate within 3e-3 on 0.6b and 4b; docs/PERF.md) or f32 FMAs (0).
+constexpr int kGemmMma = 1;
 // Decode head_ops and attention prefetch the next GEMVs' weights into L2 (1) or not (0, the
-// default until a GPU has measured it; docs/PERF.md).
+// default: measured slower on the H200, 4b tg128 -4 %, 14b -6 %, 4b @ d8192 -3 %; docs/PERF.md).
 constexpr int kPrefetch = 0;
 constexpr int kAttnSplits = 32;
 constexpr int kAttnMinChunk = 64;  // positions: fewer, fuller splits at short context
@@ -270,6 +272,7 @@ class Lowerer {
     defs.push_back(D("JLLM_SPREAD", TuningOverride("JLLM_GEMV_SPREAD", kGemvSpread, /*min=*/0, /*max=*/1) != 0));
     const int x_planes = GemvActivationPlanes();
     defs.push_back(D("JLLM_XPLANES", x_planes));
+    defs.push_back(D("JLLM_XSLOTS", slots));  // gemv.cu checks that it counts the same
     defs.push_back(D("JLLM_NORM", norm));
     defs.push_back(D("JLLM_RESIDUAL", residual.present()));
     defs.push_back(D("JLLM_SWIGLU", swiglu));

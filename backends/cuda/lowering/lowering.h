@@ -102,7 +102,7 @@ absl::StatusOr<LoweredGraph> LowerGraph(const ir::Graph& graph);
 int GemvActivationPlanes();
 
 // Whether the prefill GEMMs run on the tensor cores (tf32 mma.sync, relative error ~2^-11 per
-// operand), from JLLM_GEMM_MMA at lowering (1; 0, the default, is f32 FMAs).
+// operand), from JLLM_GEMM_MMA at lowering (1, the default; 0 is f32 FMAs).
 bool GemmTensorCores();
 
 // Whether the decode head_ops and attention launches prefetch the weights of the GEMVs after
