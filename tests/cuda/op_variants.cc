@@ -12,6 +12,7 @@ bool Selected(const OpCase& c, VariantCases which) {
   switch (which) {
     case VariantCases::kGemv: return gemv;
     case VariantCases::kGemvGroups: return gemv && absl::StartsWith(c.name, "matmul_group");
+    case VariantCases::kGemvNorm: return gemv && absl::StrContains(c.name, "norm");
     case VariantCases::kPrefill: return c.max_nmse_tf32 > 0;
   }
   return false;

@@ -28,7 +28,11 @@
 // in registers, DEPTH of them; n >= 2: in a shared-memory ring of n slots per warp), JLLM_BULK
 // (1: the ring is filled by bulk copies on sm_90; 0: by 16-byte cp.async everywhere),
 // JLLM_SPREAD (0: a CTA's items go to its warps round-robin; 1: each warp takes an equal
-// contiguous range of the CTA's unit steps, items cut at a boundary summed across warps).
+// contiguous range of the CTA's unit steps, items cut at a boundary summed across warps),
+// JLLM_LATE_NORM (1: with NORM and no K split, x·gamma is staged in the same pass that sums
+// x², and the RMS scale — one number per token, and the GEMV linear in x — multiplies the
+// results instead: one pass over x and one barrier less before the first dot; 0: the sum of
+// squares first, then x scaled as it is staged).
 #include "kernel_args.h"
 #include "launch_geometry.h"
 #include "weight_types.cuh"
@@ -52,6 +56,7 @@ constexpr int kXPlanes = JLLM_XPLANES;
 constexpr int kRing = JLLM_RING;
 constexpr int kRingSlots = kRing > 0 ? kRing : 1;  // the modulus of a slot index
 constexpr bool kSpread = JLLM_SPREAD;  // a CTA's steps split evenly among its warps
+constexpr bool kLateNorm = kNorm && JLLM_LATE_NORM && JLLM_KSPLIT == 1;  // the RMS scale applied to y
 // The ring is filled by bulk copies where the GPU has them (JLLM_BULK 1, sm_90), else cp.async.
 constexpr bool kBulk = kRing > 0 && JLLM_BULK && JLLM_HAS_BULK_COPY;
 
@@ -161,8 +166,15 @@ __device__ __forceinline__ void StageRunSum(float sum, int e, float4* xs) {
   sums[2 * W::UnitOf(e) + W::HalfOf(e)] = sum;
 }
 
-__device__ __forceinline__ float4 NormedX(const jllm::cuda::GemvArgs& args, int e, float scale) {
+// x[e..e + 4) times gamma and `scale` (NORM); kSquares: adds the four x² (each rounded in f32,
+// as cpu_ref's RMSNorm) to `squares`.
+template <bool kSquares = false>
+__device__ __forceinline__ float4 NormedX(const jllm::cuda::GemvArgs& args, int e, float scale, double& squares) {
   float4 v = *reinterpret_cast<const float4*>(args.x + e);
+  if constexpr (kSquares) {
+    squares += static_cast<double>(v.x * v.x) + static_cast<double>(v.y * v.y) + static_cast<double>(v.z * v.z) +
+               static_cast<double>(v.w * v.w);
+  }
   if constexpr (kNorm) {
     const float4 g = *reinterpret_cast<const float4*>(args.gamma + e);
     v = make_float4(v.x * scale * g.x, v.y * scale * g.y, v.z * scale * g.z, v.w * scale * g.w);
@@ -170,16 +182,17 @@ __device__ __forceinline__ float4 NormedX(const jllm::cuda::GemvArgs& args, int 
   return v;
 }
 
-__device__ __forceinline__ void StageX(const jllm::cuda::GemvArgs& args, int s_lo, int s_hi, float4* xs) {
+// Returns the factor the results take: the RMS scale with LATE_NORM, else 1.
+__device__ __forceinline__ float StageX(const jllm::cuda::GemvArgs& args, int s_lo, int s_hi, float4* xs) {
   float scale = 1.0f;
-  if constexpr (kNorm) {
-    __shared__ double scratch[32];
-    scale = jllm_rms_scale(jllm_sum_squares(args.x, kK, scratch), kK, args.eps);
-  }
+  __shared__ double scratch[32];
+  if constexpr (kNorm && !kLateNorm) scale = jllm_rms_scale(jllm_sum_squares(args.x, kK, scratch), kK, args.eps);
+  double squares = 0;  // LATE_NORM: this thread's share of Σx² (every column is staged: no split)
   const int e0 = SplitGroup(s_lo) * 256, e1 = SplitGroup(s_hi + 1) * 256;
-  if constexpr (StagesF32<0>() || StagesF32<1>() || StagesF32<2>()) {
+  constexpr bool kAnyF32 = StagesF32<0>() || StagesF32<1>() || StagesF32<2>();
+  if constexpr (kAnyF32) {
     for (int e = e0 + 4 * threadIdx.x; e < e1; e += 4 * kThreads) {
-      const float4 v = NormedX(args, e, scale);
+      const float4 v = NormedX<kLateNorm>(args, e, scale, squares);
       if constexpr (StagesF32<0>()) StageSlot<0>(v, e, xs);
       if constexpr (StagesF32<1>()) StageSlot<1>(v, e, xs);
       if constexpr (StagesF32<2>()) StageSlot<2>(v, e, xs);
@@ -191,7 +204,7 @@ __device__ __forceinline__ void StageX(const jllm::cuda::GemvArgs& args, int s_l
       float v[16];
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        const float4 f = NormedX(args, e + 4 * i, scale);
+        const float4 f = NormedX<kLateNorm && !kAnyF32>(args, e + 4 * i, scale, squares);
         v[4 * i] = f.x, v[4 * i + 1] = f.y, v[4 * i + 2] = f.z, v[4 * i + 3] = f.w;
       }
       float fsum = 0.f;
@@ -229,14 +242,25 @@ __device__ __forceinline__ void StageX(const jllm::cuda::GemvArgs& args, int s_l
       }
     }
   }
-  __syncthreads();
+  if constexpr (kLateNorm) {
+    squares = jllm_warp_sum_d(squares);
+    if ((threadIdx.x & 31) == 0) scratch[threadIdx.x >> 5] = squares;
+  }
+  __syncthreads();  // x staged (and the warps' Σx² written) for every warp
+  if constexpr (kLateNorm) {
+    double total = 0;
+    for (int w = 0; w < kNw; ++w) total += scratch[w];  // fixed order: deterministic
+    return jllm_rms_scale(total, kK, args.eps);
+  }
+  return 1.0f;
 }
 
 // y (or the partial sums) of rows row0.. of member-group kM, split `split`.
 template <int kM>
 // `residual` is residual[row0 + lane] for lanes < R (RESIDUAL), loaded when the item began.
+// `x_scale` is StageX's factor (the RMS scale with LATE_NORM, which has no K split).
 __device__ __forceinline__ void Finish(const jllm::cuda::GemvArgs& args, int split, int rg, int row0,
-                                       const float (&acc)[kMembersPerItem][kR], float residual) {
+                                       const float (&acc)[kMembersPerItem][kR], float residual, float x_scale) {
   constexpr int kN = kRows[kM];
   const int lane = threadIdx.x & 31;
   float sums[kMembersPerItem][kR];
@@ -263,6 +287,7 @@ __device__ __forceinline__ void Finish(const jllm::cuda::GemvArgs& args, int spl
         v[j] = sums[j][0];
 #pragma unroll
         for (int r = 1; r < kR; ++r) v[j] = lane == r ? sums[j][r] : v[j];
+        if constexpr (kLateNorm) v[j] *= x_scale;
       }
       epilogue(row0 + lane, v);
     }
@@ -361,7 +386,7 @@ __device__ __forceinline__ void StepDots(const typename WType<kType[kM]>::Frag (
 template <int kM>
 __device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int split, int i0, int i1, int phase,
                                         bool first, int s_lo, int s_hi, float4* xs, jllm_u8* ring, jllm_u64* bars,
-                                        int& ring_base) {
+                                        int& ring_base, float& x_scale) {
   constexpr int T = kType[kM];
   using W = WType<T>;
   using Frag = typename W::Frag;
@@ -424,7 +449,7 @@ __device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int sp
     if (ul < n_units) StepDots<kM>(f, xs + SlotOf(kM) * kSlotFloat4, u0 + ul, row0, wbase, acc);
     const bool began_here = !kSpread || t >= s;  // the warp ran the item's first step
     if (s == kSteps - 1 && began_here) {
-      Finish<kM>(args, split, rg, row0, acc, residual);
+      Finish<kM>(args, split, rg, row0, acc, residual, x_scale);
       clear();
     } else if (kSpread && (s == kSteps - 1 || t == n_steps - 1)) {
 #pragma unroll
@@ -469,7 +494,7 @@ __device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int sp
         if constexpr (kResidual) {
           if (lane < kR && row0 + lane < kN) residual = args.residual[row0 + lane];
         }
-        Finish<kM>(args, split, tail_rg, row0, total, residual);
+        Finish<kM>(args, split, tail_rg, row0, total, residual, x_scale);
       }
       __syncthreads();  // heads are free for the next segment
     }
@@ -478,7 +503,7 @@ __device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int sp
     if (first) {
       JLLM_GRID_WAIT();  // x, gamma, the residual and the partials' readers come before us
       JLLM_LAUNCH_DEPENDENTS();
-      StageX(args, s_lo, s_hi, xs);
+      x_scale = StageX(args, s_lo, s_hi, xs);
     }
   };
 
@@ -602,11 +627,11 @@ __device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int sp
 template <int kM>
 __device__ __forceinline__ void SegmentOf(const jllm::cuda::GemvArgs& args, Range cta, int split, int warp,
                                           bool& first, int s_lo, int s_hi, float4* xs, jllm_u8* ring, jllm_u64* bars,
-                                          int& ring_base) {
+                                          int& ring_base, float& x_scale) {
   const int seg0 = split * kRowGroups + RgBegin(kM), seg1 = seg0 + RowGroups(kM);
   const int i0 = max(seg0, cta.begin), i1 = min(seg1, cta.end);
   if (i0 >= i1) return;
-  Segment<kM>(args, split, i0, i1, (cta.begin + warp) % kNw, first, s_lo, s_hi, xs, ring, bars, ring_base);
+  Segment<kM>(args, split, i0, i1, (cta.begin + warp) % kNw, first, s_lo, s_hi, xs, ring, bars, ring_base, x_scale);
   first = false;
 }
 
@@ -624,6 +649,7 @@ JLLM_KERNEL(gemv, jllm::cuda::GemvArgs, kThreads, JLLM_MINB) {
   jllm_u8* ring = ring_area + warp * kRing * kStageBytes;
   jllm_u64* bars = reinterpret_cast<jllm_u64*>(ring_area + kNw * kRing * kStageBytes) + warp * kRing;
   int ring_base = 0;  // the warp's ring steps so far
+  float x_scale = 1.0f;  // what the first segment's StageX returns
   if constexpr (kBulk) {
 #if JLLM_HAS_BULK_COPY
     if ((threadIdx.x & 31) == 0) {
@@ -636,12 +662,12 @@ JLLM_KERNEL(gemv, jllm::cuda::GemvArgs, kThreads, JLLM_MINB) {
   bool first = true;
   // Item order: split-major, then member groups.
   for (int split = s_lo; split <= s_hi; ++split) {
-    SegmentOf<0>(args, cta, split, warp, first, s_lo, s_hi, xs, ring, bars, ring_base);
+    SegmentOf<0>(args, cta, split, warp, first, s_lo, s_hi, xs, ring, bars, ring_base, x_scale);
     if constexpr (kMemberGroups >= 2) {
-      SegmentOf<1>(args, cta, split, warp, first, s_lo, s_hi, xs, ring, bars, ring_base);
+      SegmentOf<1>(args, cta, split, warp, first, s_lo, s_hi, xs, ring, bars, ring_base, x_scale);
     }
     if constexpr (kMemberGroups >= 3) {
-      SegmentOf<2>(args, cta, split, warp, first, s_lo, s_hi, xs, ring, bars, ring_base);
+      SegmentOf<2>(args, cta, split, warp, first, s_lo, s_hi, xs, ring, bars, ring_base, x_scale);
     }
   }
 }

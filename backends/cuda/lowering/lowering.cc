@@ -40,7 +40,8 @@ static_assert(static_cast<int>(ir::KvDType::kF16) == 0 && static_cast<int>(ir::K
 // overridden for A/B measurements by an environment variable read wherever the graph is lowered
 // (the CUDA backend at load; jllm-compile for --arch CUBINs, which match only the same values):
 // JLLM_GEMV_R, JLLM_GEMV_NW, JLLM_GEMV_DEPTH, JLLM_GEMV_MINB, JLLM_GEMV_ITEMS, JLLM_GEMV_KSPLIT,
-// JLLM_GEMV_X (lowering.h), JLLM_GEMV_RING (0 = registers), JLLM_GEMV_BULK, JLLM_GEMV_SPREAD;
+// JLLM_GEMV_X (lowering.h), JLLM_GEMV_RING (0 = registers), JLLM_GEMV_BULK, JLLM_GEMV_SPREAD,
+// JLLM_GEMV_LATE_NORM;
 // JLLM_GEMM_MMA, JLLM_PREFETCH (lowering.h); JLLM_ATTN_SPLITS, JLLM_ATTN_MINCHUNK,
 // JLLM_ATTN_NW (decode attention). A value that cannot be used is ignored with a warning.
 // GEMV (docs/PERF.md, "GEMV v3", "int16 activations", "shared-memory ring"): two rows (or the
@@ -65,6 +66,9 @@ constexpr int kGemvActivationPlanes = 2;  // int16 x (GemvActivationPlanes, lowe
 constexpr int kGemvRing = 3;    // slots of a shared-memory ring per warp (0: steps ahead in registers)
 constexpr int kGemvBulk = 1;    // the ring filled by bulk copies on sm_90 (0: cp.async everywhere)
 constexpr int kGemvSpread = 1;  // 1: warps take equal step ranges (0: whole items round-robin)
+// 1: a normed GEMV without a K split stages x·gamma while it sums x² and scales its results
+// (one pass over x, one barrier less); 0, the default until a GPU has measured it (docs/PERF.md).
+constexpr int kGemvLateNorm = 0;
 constexpr int kGemmBm = 128, kGemmBn = 64, kGemmTm = 8, kGemmTn = 4;
 // Prefill GEMM on the tensor cores (tf32 mma.sync; 1, the default: pp512 on the H200 +22..26 %,
 // --validate within 3e-3 on 0.6b and 4b; docs/PERF.md) or f32 FMAs (0).
@@ -270,6 +274,8 @@ class Lowerer {
     defs.push_back(D("JLLM_RING", ring));
     defs.push_back(D("JLLM_BULK", TuningOverride("JLLM_GEMV_BULK", kGemvBulk, /*min=*/0, /*max=*/1) != 0));
     defs.push_back(D("JLLM_SPREAD", TuningOverride("JLLM_GEMV_SPREAD", kGemvSpread, /*min=*/0, /*max=*/1) != 0));
+    defs.push_back(
+        D("JLLM_LATE_NORM", TuningOverride("JLLM_GEMV_LATE_NORM", kGemvLateNorm, /*min=*/0, /*max=*/1) != 0));
     const int x_planes = GemvActivationPlanes();
     defs.push_back(D("JLLM_XPLANES", x_planes));
     defs.push_back(D("JLLM_XSLOTS", slots));  // gemv.cu checks that it counts the same
