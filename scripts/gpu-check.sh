@@ -121,9 +121,9 @@ load_memory() {  # peak host memory of loading each preset on the GPU (streamed 
   done
 }
 step load-memory 300 load_memory
-validate() {
+validate() {  # every preset of the mode: a bug may show on one model's layer types only (stop 17)
   local p rc=0
-  for p in 0.6b 4b; do
+  for p in "${presets[@]}"; do
     "$bin/jllm-run" "$work/models/$p.plan" -p "The quick brown fox jumps over the lazy dog." -n 16 --validate || rc=1
   done
   return $rc
