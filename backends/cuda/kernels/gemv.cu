@@ -12,8 +12,9 @@
 // Work split (docs/PERF.md, "GEMV v3"). The work is a list of items: R rows of one member (or R
 // rows of gate and of up, with SWIGLU) times one of KSPLIT column splits, split-major. CTAs are
 // persistent and each takes an equal contiguous range of items — equal bytes per SM whatever
-// the grid — and its warps take the range's items round-robin. A CTA stages x once, for the
-// splits its range touches, in each member type's unit order (conflict-free reads). A warp
+// the grid — and its warps take the range's items round-robin (SPREAD 0) or equal ranges of
+// its steps (SPREAD 1). A CTA stages x once, for the splits its range touches, in each member
+// type's unit order (conflict-free reads). A warp
 // walks its items as one stream of 32-unit steps through a ring of steps in flight (DEPTH in
 // registers, or RING - 1 in shared memory), across item boundaries; the first are issued
 // before the kernel waits for its predecessor (programmatic dependent launch), so weights
