@@ -16,8 +16,8 @@ if [ "${1:-}" = "--sanitize" ]; then
   export JLLM_EMU_CACHE=${JLLM_EMU_CACHE:-$root/build/emu-cache}
   # The emulated CUDA session (tests/cuda/emu_model_test.cc) runs for ~10 minutes under the
   # sanitizers, a quarter of this pass; its code paths stay covered here by EmuModelTest and the
-  # emulated op table, and the Release pass runs it in full. Likewise the GEMV registers variant over
-  # every one-token matmul: the group-only registers_spread keeps that code under the sanitizers.
+  # emulated op table, and the Release pass runs it in full. Likewise the GEMV registers variant
+  # over every one-token matmul: the group-only registers_spread keeps that code here.
   ctest --test-dir "$JLLM_BUILD_DIR" -L cpu -E '^(EmuModelSessionTest\.|Variants/EmuCudaVariantOpTest\.MatchesDoubleReference/registers_r1__)' \
     --output-on-failure -j"$(nproc)"
 else

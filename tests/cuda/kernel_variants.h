@@ -27,11 +27,11 @@ struct OpVariant {
 // copies on sm_90 and in the emulation —, equal step ranges per warp, tf32 tensor cores in the
 // prefill GEMM) are the tests' plain runs. Here: the GEMV with its steps in registers, one row
 // per item and whole items dealt round-robin (the default through stop 16, and the kernel
-// without shared memory); for the groups, two slots with three rows per item and every matrix split in two
-// along K (a slot holds several rows, a warp's stream crosses splits and members), the ring
-// filled by 16-byte cp.async (the path before sm_90), and equal step ranges with registers; the
-// RMS scale applied to the results of the normed GEMVs (x·gamma staged in the pass that sums
-// x²); the prefill GEMM on f32 FMAs (the default runs it on the tensor cores, tf32).
+// without shared memory); for the groups, two slots with three rows per item and every matrix
+// split in two along K (a slot holds several rows, a warp's stream crosses splits and members),
+// the ring filled by 16-byte cp.async (the path before sm_90), and equal step ranges with
+// registers; the RMS scale applied to the results of the normed GEMVs (x·gamma staged in the
+// pass that sums x²); the prefill GEMM on f32 FMAs.
 inline std::vector<OpVariant> CudaKernelVariants() {
   return {
       {"registers_r1",

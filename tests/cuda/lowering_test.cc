@@ -118,7 +118,6 @@ TEST(Lowering, UnusableTuningValuesAreIgnoredWithAWarning) {
   EXPECT_EQ(got.size(), 3 * static_cast<size_t>(gemvs));
   EXPECT_FALSE(got.empty());
   EXPECT_EQ(got, defaults);
-  for (const std::string& d : got) EXPECT_TRUE(d != "JLLM_RING=1" && d != "JLLM_SPREAD=2") << d;
 }
 
 }  // namespace
