@@ -30,8 +30,8 @@ struct OpVariant {
 // without shared memory); for the groups, two slots with three rows per item and every matrix
 // split in two along K (a slot holds several rows, a warp's stream crosses splits and members),
 // the ring filled by 16-byte cp.async (the path before sm_90), and equal step ranges with
-// registers; the RMS scale applied to the results of the normed GEMVs (x·gamma staged in the
-// pass that sums x²); the prefill GEMM on f32 FMAs.
+// registers; the normed GEMVs with the RMS scale applied to x as it is staged, after a pass
+// that sums x² (the default through stop 17); the prefill GEMM on f32 FMAs.
 inline std::vector<OpVariant> CudaKernelVariants() {
   return {
       {"registers_r1",
@@ -41,7 +41,7 @@ inline std::vector<OpVariant> CudaKernelVariants() {
        VariantCases::kGemvGroups},
       {"cpasync_ring3", {{"JLLM_GEMV_RING", "3"}, {"JLLM_GEMV_BULK", "0"}}, VariantCases::kGemvGroups},
       {"registers_spread", {{"JLLM_GEMV_RING", "0"}}, VariantCases::kGemvGroups},
-      {"late_norm", {{"JLLM_GEMV_LATE_NORM", "1"}}, VariantCases::kGemvNorm},
+      {"early_norm", {{"JLLM_GEMV_LATE_NORM", "0"}}, VariantCases::kGemvNorm},
       {"gemm_fma", {{"JLLM_GEMM_MMA", "0"}}, VariantCases::kPrefill},
   };
 }

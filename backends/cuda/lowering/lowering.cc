@@ -66,9 +66,10 @@ constexpr int kGemvActivationPlanes = 2;  // int16 x (GemvActivationPlanes, lowe
 constexpr int kGemvRing = 3;    // slots of a shared-memory ring per warp (0: steps ahead in registers)
 constexpr int kGemvBulk = 1;    // the ring filled by bulk copies on sm_90 (0: cp.async everywhere)
 constexpr int kGemvSpread = 1;  // 1: warps take equal step ranges (0: whole items round-robin)
-// 1: a normed GEMV without a K split stages x·gamma while it sums x² and scales its results
-// (one pass over x, one barrier less); 0, the default until a GPU has measured it (docs/PERF.md).
-constexpr int kGemvLateNorm = 0;
+// 1 (the default since stop 18: tg128 +8 % on 0.6b, 4b and 14b, docs/PERF.md): a normed GEMV
+// without a K split stages x·gamma while it sums x² and scales its results (one pass over x, one
+// barrier less); 0: the sum of squares first, then x scaled as it is staged.
+constexpr int kGemvLateNorm = 1;
 constexpr int kGemmBm = 128, kGemmBn = 64, kGemmTm = 8, kGemmTn = 4;
 // Prefill GEMM on the tensor cores (tf32 mma.sync; 1, the default: pp512 on the H200 +22..26 %,
 // --validate within 3e-3 on 0.6b and 4b; docs/PERF.md) or f32 FMAs (0).
