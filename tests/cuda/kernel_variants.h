@@ -14,6 +14,7 @@ enum class VariantCases {
   kGemv,        // the decode GEMV: one-token matmuls and groups, logits
   kGemvGroups,  // the same, the matmul groups only
   kGemvNorm,    // the same, those with an RMSNorm prologue only
+  kGemvPairs,   // the same, those that read a q4_K or q6_K matrix only
   kPrefill,     // the prefill GEMM: matmuls of more than one token
 };
 
@@ -31,7 +32,9 @@ struct OpVariant {
 // split in two along K (a slot holds several rows, a warp's stream crosses splits and members),
 // the ring filled by 16-byte cp.async (the path before sm_90), and equal step ranges with
 // registers; the normed GEMVs with the RMS scale applied to x as it is staged, after a pass
-// that sums x² (the default through stop 17); the prefill GEMM on f32 FMAs.
+// that sums x² (the default through stop 17); q4_K and q6_K as unit pairs (8 lanes a row, x per
+// pair; the default on GEMVs of >= 4 MiB, which no op case reaches, so forced here) on the ring, in registers with every matrix split in two along K and int8 x, and on the
+// cp.async ring with whole items round-robin; the prefill GEMM on f32 FMAs.
 inline std::vector<OpVariant> CudaKernelVariants() {
   return {
       {"registers_r1",
@@ -42,6 +45,17 @@ inline std::vector<OpVariant> CudaKernelVariants() {
       {"cpasync_ring3", {{"JLLM_GEMV_RING", "3"}, {"JLLM_GEMV_BULK", "0"}}, VariantCases::kGemvGroups},
       {"registers_spread", {{"JLLM_GEMV_RING", "0"}}, VariantCases::kGemvGroups},
       {"early_norm", {{"JLLM_GEMV_LATE_NORM", "0"}}, VariantCases::kGemvNorm},
+      {"pairs", {{"JLLM_GEMV_PAIRS", "3"}, {"JLLM_GEMV_PAIRS_MIN_MIB", "0"}}, VariantCases::kGemvPairs},
+      {"pairs_registers_split2_x8",
+       {{"JLLM_GEMV_PAIRS", "3"},
+        {"JLLM_GEMV_PAIRS_MIN_MIB", "0"},
+        {"JLLM_GEMV_RING", "0"},
+        {"JLLM_GEMV_KSPLIT", "2"},
+        {"JLLM_GEMV_X", "i8"}},
+       VariantCases::kGemvPairs},
+      {"pairs_cpasync_roundrobin",
+       {{"JLLM_GEMV_PAIRS", "3"}, {"JLLM_GEMV_PAIRS_MIN_MIB", "0"}, {"JLLM_GEMV_BULK", "0"}, {"JLLM_GEMV_SPREAD", "0"}},
+       VariantCases::kGemvPairs},
       {"gemm_fma", {{"JLLM_GEMM_MMA", "0"}}, VariantCases::kPrefill},
   };
 }

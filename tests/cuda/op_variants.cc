@@ -13,6 +13,9 @@ bool Selected(const OpCase& c, VariantCases which) {
     case VariantCases::kGemv: return gemv;
     case VariantCases::kGemvGroups: return gemv && absl::StartsWith(c.name, "matmul_group");
     case VariantCases::kGemvNorm: return gemv && absl::StrContains(c.name, "norm");
+    case VariantCases::kGemvPairs:  // (the group qkv_norm is q4_K, q4_K, q6_K)
+      return gemv && (absl::StrContains(c.name, "q4_K") || absl::StrContains(c.name, "q4k") ||
+                      absl::StrContains(c.name, "q6_K") || absl::StrContains(c.name, "qkv_norm"));
     case VariantCases::kPrefill: return c.max_nmse_tf32 > 0;
   }
   return false;

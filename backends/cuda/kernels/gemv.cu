@@ -33,7 +33,13 @@
 // JLLM_LATE_NORM (1: with NORM and no K split, x·gamma is staged in the same pass that sums
 // x², and the RMS scale — one number per token, and the GEMV linear in x — multiplies the
 // results instead: one pass over x and one barrier less before the first dot; 0: the sum of
-// squares first, then x scaled as it is staged).
+// squares first, then x scaled as it is staged), JLLM_PAIRS (a mask, 1 q4_K, 2 q6_K: those members
+// read as unit pairs, 8 lanes a row and 4 rows a warp step, x quantized per pair;
+// launch_geometry.h).
+//
+// Lanes and rows: a member's row is read by LPR lanes (32, or 8 for pairs), each RPL rows
+// (JLLM_R, or 1 for pairs) per step; lane l reads unit l mod LPR of the step's rows
+// row0 + l / LPR + (32 / LPR)·r, r < RPL, and an item is 32 / LPR · RPL rows.
 #include "kernel_args.h"
 #include "launch_geometry.h"
 #include "weight_types.cuh"
@@ -71,11 +77,19 @@ constexpr bool kBulk = kRing > 0 && JLLM_BULK && JLLM_HAS_BULK_COPY;
 #endif
 constexpr int kType[3] = {JLLM_T0, JLLM_T1, JLLM_T2};
 constexpr int kRows[3] = {JLLM_N0, JLLM_N1, JLLM_N2};
+constexpr int kPairs = JLLM_PAIRS;  // launch_geometry.h, GemvPairUnits
+// The unit reader of member m (weight_types.cuh): its ggml type, or its pairs.
+constexpr int kWt[3] = {geo::GemvUnitReader(JLLM_T0, kPairs), geo::GemvUnitReader(JLLM_T1, kPairs),
+                        geo::GemvUnitReader(JLLM_T2, kPairs)};
+constexpr bool PairUnits(int m) { return geo::GemvPairUnits(kType[m], kPairs); }
+constexpr int Lpr(int m) { return geo::GemvLanesPerRow(kType[m], kPairs); }
+constexpr int RowsPerLane(int m) { return geo::GemvRowsPerLane(kType[m], kPairs, kR); }
+constexpr int ItemRows(int m) { return geo::GemvItemRows(kType[m], kPairs, kR); }
 
 constexpr int kGroups256 = kK / 256;                // 256-element column groups
 constexpr int kMembersPerItem = kSwiglu ? 2 : 1;    // matrices an item reads
 constexpr int kMemberGroups = kSwiglu ? 1 : kNm;    // item kinds per split
-constexpr int RowGroups(int m) { return geo::CeilDiv(kRows[m], kR); }
+constexpr int RowGroups(int m) { return geo::CeilDiv(kRows[m], ItemRows(m)); }
 constexpr int RgBegin(int m) { return m == 0 ? 0 : RgBegin(m - 1) + RowGroups(m - 1); }
 constexpr int kRowGroups = RgBegin(kMemberGroups);  // per split; also the ticket counters
 constexpr int kItems = kRowGroups * kKsplit;
@@ -102,7 +116,7 @@ constexpr int kSlotFloat4 = geo::GemvSlotFloat4(kK);  // f32 parts, then float2 
 // the B runs (uint4 each), (d_A, Σq_A, d_B, Σq_B), and with two planes the low bytes of the A
 // and B runs — instead of f32 x. q8_0 has no B runs: its low plane takes the B array.
 template <int kM>
-constexpr bool UsesXq() { return kXPlanes > 0 && WType<kType[kM]>::kXq; }
+constexpr bool UsesXq() { return kXPlanes > 0 && WType<kWt[kM]>::kXq; }
 template <int kM>
 constexpr int LoArray() { return kType[kM] == jllm::cuda::layout::kQ8_0 ? 1 : 3; }
 template <int kM>
@@ -110,10 +124,14 @@ constexpr bool StagesF32() { return kM < kMemberGroups && FirstOf(kM) == kM && !
 template <int kM>
 constexpr bool StagesXq() { return kM < kMemberGroups && FirstOf(kM) == kM && UsesXq<kM>(); }
 template <int kM>
-constexpr bool StagesSums() { return StagesF32<kM>() && WType<kType[kM]>::kHalfSums; }
+constexpr bool StagesSums() { return StagesF32<kM>() && WType<kWt[kM]>::kHalfSums; }
+template <int kM>
+constexpr bool StagesRunXq() { return StagesXq<kM>() && !PairUnits(kM); }  // in runs of 16
+template <int kM>
+constexpr bool StagesPairXq() { return StagesXq<kM>() && PairUnits(kM); }  // per pair of 64
 // A ring slot (RING > 0) holds one step of R rows of each matrix an item reads, for the widest
 // member group (launch_geometry.h, GemvRingBytes).
-constexpr int StageBytes(int m) { return geo::GemvStageBytes(kType[m], kR, kMembersPerItem); }
+constexpr int StageBytes(int m) { return geo::GemvStageBytes(kType[m], kPairs, kR, kMembersPerItem); }
 constexpr int MaxStageBytes(int m) {
   return m == 0 ? StageBytes(0) : (StageBytes(m) > MaxStageBytes(m - 1) ? StageBytes(m) : MaxStageBytes(m - 1));
 }
@@ -129,8 +147,9 @@ static_assert(kKsplit >= 1 && kKsplit <= kGroups256, "KSPLIT in 1..K/256");
 static_assert(kDepth >= 1 && kDepth <= 8, "DEPTH in 1..8");
 static_assert(kXPlanes >= 0 && kXPlanes <= 2, "XPLANES 0, 1 or 2");
 static_assert(kRing == 0 || (kRing >= 2 && kRing <= 16), "RING 0 (registers) or 2..16 slots");
-static_assert(3 * kK / 16 <= kSlotFloat4 && 5 * kK / 32 <= kSlotFloat4,
-              "a quantized slot (3 arrays of 16-element units, or 5 of 32-element units) fits");
+static_assert(3 * kK / 16 <= kSlotFloat4 && 5 * kK / 32 <= kSlotFloat4 && 10 * kK / 64 <= kSlotFloat4,
+              "a quantized slot (3 arrays of 16-element units, 5 of 32-element units or 10 of pairs) fits");
+static_assert(!(PairUnits(0) || PairUnits(1) || PairUnits(2)) || kXPlanes > 0, "pairs read quantized x");
 
 struct Range {
   int begin, end;  // items [begin, end) of this CTA
@@ -139,7 +158,7 @@ struct Range {
 // Stages x (normed if asked) for the columns of splits [s_lo, s_hi] into every slot.
 template <int kM>
 __device__ __forceinline__ void StageSlot(const float4& v, int e, float4* xs) {
-  using W = WType<kType[kM]>;
+  using W = WType<kWt[kM]>;
   constexpr int kUnitsK = kGroups256 * W::kUnits256;
   xs[SlotOf(kM) * kSlotFloat4 + W::PartOf(e) * kUnitsK + W::UnitOf(e)] = v;
 }
@@ -148,7 +167,7 @@ __device__ __forceinline__ void StageSlot(const float4& v, int e, float4* xs) {
 // q_lo: the low plane, d, Σq), into member kM's slot.
 template <int kM>
 __device__ __forceinline__ void StageRunXq(const uint4& q, const uint4& q_lo, float d, float sum, int e, float4* xs) {
-  using W = WType<kType[kM]>;
+  using W = WType<kWt[kM]>;
   constexpr int kUnitsK = kGroups256 * W::kUnits256;
   float4* slot = xs + SlotOf(kM) * kSlotFloat4;
   const int u = W::UnitOf(e), half = W::HalfOf(e);
@@ -162,9 +181,60 @@ __device__ __forceinline__ void StageRunXq(const uint4& q, const uint4& q_lo, fl
 // The f32 sum of the 16-element run at e, beside member kM's f32 parts.
 template <int kM>
 __device__ __forceinline__ void StageRunSum(float sum, int e, float4* xs) {
-  using W = WType<kType[kM]>;
+  using W = WType<kWt[kM]>;
   float* sums = reinterpret_cast<float*>(xs + SlotOf(kM) * kSlotFloat4 + kK / 4);
   sums[2 * W::UnitOf(e) + W::HalfOf(e)] = sum;
+}
+
+// The 16 values v quantized with the scale of `amax` (returned: d = amax / qmax; q = round(v /
+// d)): as bytes, the high plane (or the only one) in q, the low plane in q_lo; their sum.
+__device__ __forceinline__ float QuantizeRun16(const float (&v)[16], float amax, uint4& q4, uint4& q4_lo, int& sum) {
+  constexpr float kQmax = kXPlanes == 2 ? static_cast<float>(kX16Max) : 127.0f;
+  const float d = amax / kQmax, id = amax > 0.f ? kQmax / amax : 0.f;
+  jllm_u32 w[4] = {0, 0, 0, 0}, w_lo[4] = {0, 0, 0, 0};
+  sum = 0;
+#pragma unroll
+  for (int i = 0; i < 16; ++i) {
+    const int qv = static_cast<int>(roundf(v[i] * id));
+    sum += qv;
+    const int shift = 8 * (i & 3);
+    if constexpr (kXPlanes == 2) {
+      const int hi = (qv + 128) >> 8;  // arithmetic shift: floor((q + 128) / 256)
+      w[i >> 2] |= (static_cast<jllm_u32>(hi) & 0xFFu) << shift;
+      w_lo[i >> 2] |= (static_cast<jllm_u32>(qv - 256 * hi) & 0xFFu) << shift;
+    } else {
+      w[i >> 2] |= (static_cast<jllm_u32>(qv) & 0xFFu) << shift;
+    }
+  }
+  q4 = make_uint4(w[0], w[1], w[2], w[3]);
+  q4_lo = make_uint4(w_lo[0], w_lo[1], w_lo[2], w_lo[3]);
+  return d;
+}
+
+// Member kM's share of staging the run of 16 at e (live: e is one of the staged columns): in
+// runs of 16 with their own scale (amax), or per pair, whose scale (the max over the pair's four
+// runs, lanes 4i..4i+3) and sub-block sums come from the neighbouring lanes — every lane of the
+// warp takes part. Templated on kM so that a member's other form is never instantiated.
+template <int kM>
+__device__ __forceinline__ void StageXqOf(const float (&v)[16], float amax, bool live, int e, float4* xs) {
+  if constexpr (StagesRunXq<kM>()) {
+    uint4 q, q_lo;
+    int sum;
+    const float d = QuantizeRun16(v, amax, q, q_lo, sum);
+    if (live) StageRunXq<kM>(q, q_lo, d, static_cast<float>(sum), e, xs);
+  } else if constexpr (StagesPairXq<kM>()) {
+    using W = WType<kWt[kM]>;
+    constexpr int kMate = W::kMateXor;
+    float pmax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
+    pmax = fmaxf(pmax, __shfl_xor_sync(0xffffffffu, pmax, kMate));
+    uint4 q, q_lo;
+    int sum;
+    const float d = QuantizeRun16(v, pmax, q, q_lo, sum);
+    // The pair's run sums in run order, as the lane of run 0 sees them (it writes the meta).
+    const int s1 = __shfl_xor_sync(0xffffffffu, sum, 1);
+    const int sums[4] = {sum, s1, __shfl_xor_sync(0xffffffffu, sum, kMate), __shfl_xor_sync(0xffffffffu, s1, kMate)};
+    if (live) W::template StageRun<kK / 64, kXPlanes>(reinterpret_cast<uint4*>(xs + SlotOf(kM) * kSlotFloat4), e, q, q_lo, d, sums);
+  }
 }
 
 // x[e..e + 4) times gamma and `scale` (NORM); kSquares: adds the four x² (each rounded in f32,
@@ -201,45 +271,33 @@ __device__ __forceinline__ float StageX(const jllm::cuda::GemvArgs& args, int s_
   }
   constexpr bool kAnyXq = StagesXq<0>() || StagesXq<1>() || StagesXq<2>();
   if constexpr (kAnyXq || StagesSums<0>() || StagesSums<1>() || StagesSums<2>()) {
-    for (int e = e0 + 16 * threadIdx.x; e < e1; e += 16 * kThreads) {
+    // A warp-uniform trip count (pair scales are reductions over lanes): a lane past e1 runs
+    // with zeros and writes nothing.
+    const int lane = threadIdx.x & 31;
+    for (int e = e0 + 16 * threadIdx.x; e - 16 * lane < e1; e += 16 * kThreads) {
+      const bool live = e < e1;
       float v[16];
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        const float4 f = NormedX<kLateNorm && !kAnyF32>(args, e + 4 * i, scale, squares);
+        const float4 f =
+            live ? NormedX<kLateNorm && !kAnyF32>(args, e + 4 * i, scale, squares) : make_float4(0.f, 0.f, 0.f, 0.f);
         v[4 * i] = f.x, v[4 * i + 1] = f.y, v[4 * i + 2] = f.z, v[4 * i + 3] = f.w;
       }
-      float fsum = 0.f;
+      if (live) {
+        float fsum = 0.f;
 #pragma unroll
-      for (int i = 0; i < 16; ++i) fsum += v[i];
-      if constexpr (StagesSums<0>()) StageRunSum<0>(fsum, e, xs);
-      if constexpr (StagesSums<1>()) StageRunSum<1>(fsum, e, xs);
-      if constexpr (StagesSums<2>()) StageRunSum<2>(fsum, e, xs);
+        for (int i = 0; i < 16; ++i) fsum += v[i];
+        if constexpr (StagesSums<0>()) StageRunSum<0>(fsum, e, xs);
+        if constexpr (StagesSums<1>()) StageRunSum<1>(fsum, e, xs);
+        if constexpr (StagesSums<2>()) StageRunSum<2>(fsum, e, xs);
+      }
       if constexpr (kAnyXq) {
-        constexpr float kQmax = kXPlanes == 2 ? static_cast<float>(kX16Max) : 127.0f;
         float amax = 0.f;
 #pragma unroll
         for (int i = 0; i < 16; ++i) amax = fmaxf(amax, fabsf(v[i]));
-        const float d = amax / kQmax, id = amax > 0.f ? kQmax / amax : 0.f;
-        jllm_u32 w[4] = {0, 0, 0, 0}, w_lo[4] = {0, 0, 0, 0};
-        int sum = 0;
-#pragma unroll
-        for (int i = 0; i < 16; ++i) {
-          const int qv = static_cast<int>(roundf(v[i] * id));
-          sum += qv;
-          const int shift = 8 * (i & 3);
-          if constexpr (kXPlanes == 2) {
-            const int hi = (qv + 128) >> 8;  // arithmetic shift: floor((q + 128) / 256)
-            w[i >> 2] |= (static_cast<jllm_u32>(hi) & 0xFFu) << shift;
-            w_lo[i >> 2] |= (static_cast<jllm_u32>(qv - 256 * hi) & 0xFFu) << shift;
-          } else {
-            w[i >> 2] |= (static_cast<jllm_u32>(qv) & 0xFFu) << shift;
-          }
-        }
-        const uint4 q = make_uint4(w[0], w[1], w[2], w[3]);
-        const uint4 q_lo = make_uint4(w_lo[0], w_lo[1], w_lo[2], w_lo[3]);
-        if constexpr (StagesXq<0>()) StageRunXq<0>(q, q_lo, d, static_cast<float>(sum), e, xs);
-        if constexpr (StagesXq<1>()) StageRunXq<1>(q, q_lo, d, static_cast<float>(sum), e, xs);
-        if constexpr (StagesXq<2>()) StageRunXq<2>(q, q_lo, d, static_cast<float>(sum), e, xs);
+        StageXqOf<0>(v, amax, live, e, xs);
+        StageXqOf<1>(v, amax, live, e, xs);
+        StageXqOf<2>(v, amax, live, e, xs);
       }
     }
   }
@@ -256,62 +314,80 @@ __device__ __forceinline__ float StageX(const jllm::cuda::GemvArgs& args, int s_
   return 1.0f;
 }
 
-// y (or the partial sums) of rows row0.. of member-group kM, split `split`.
+// The sum of v over the LPR lanes that share a row (every one of them gets it).
+template <int kLpr>
+__device__ __forceinline__ float RowSum(float v) {
+#pragma unroll
+  for (int offset = kLpr / 2; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+// The row this lane writes of an item whose first row is row0 — lane r of each row's group
+// writes the group's row r — or -1 (a lane past RPL, or a row past the matrix).
 template <int kM>
-// `residual` is residual[row0 + lane] for lanes < R (RESIDUAL), loaded when the item began.
-// `x_scale` is StageX's factor (the RMS scale with LATE_NORM, which has no K split).
+__device__ __forceinline__ int WriterRow(int row0, int lane) {
+  constexpr int kLpr = Lpr(kM);
+  const int lu = lane % kLpr, row = row0 + lane / kLpr + (32 / kLpr) * lu;
+  return lu < RowsPerLane(kM) && row < kRows[kM] ? row : -1;
+}
+
+// y (or the partial sums) of the item of member-group kM at row0, split `split`. `residual` is
+// residual[WriterRow] (RESIDUAL), loaded when the item began; `x_scale` is StageX's factor (the
+// RMS scale with LATE_NORM, which has no K split).
+template <int kM>
 __device__ __forceinline__ void Finish(const jllm::cuda::GemvArgs& args, int split, int rg, int row0,
-                                       const float (&acc)[kMembersPerItem][kR], float residual, float x_scale) {
-  constexpr int kN = kRows[kM];
+                                       const float (&acc)[kMembersPerItem][RowsPerLane(kM)], float residual,
+                                       float x_scale) {
+  constexpr int kRpl = RowsPerLane(kM), kLpr = Lpr(kM);
   const int lane = threadIdx.x & 31;
-  float sums[kMembersPerItem][kR];
+  float sums[kMembersPerItem][kRpl];
 #pragma unroll
   for (int j = 0; j < kMembersPerItem; ++j) {
 #pragma unroll
-    for (int r = 0; r < kR; ++r) sums[j][r] = jllm_warp_sum(acc[j][r]);
+    for (int r = 0; r < kRpl; ++r) sums[j][r] = RowSum<kLpr>(acc[j][r]);
   }
-  auto epilogue = [&](int row, const float (&v)[kMembersPerItem]) {
+  const int row = WriterRow<kM>(row0, lane), lu = lane % kLpr;
+  float v[kMembersPerItem];  // the writer's row
+#pragma unroll
+  for (int j = 0; j < kMembersPerItem; ++j) {
+    v[j] = sums[j][0];
+#pragma unroll
+    for (int r = 1; r < kRpl; ++r) v[j] = lu == r ? sums[j][r] : v[j];
+  }
+  auto epilogue = [&](const float (&y)[kMembersPerItem]) {
     if constexpr (kSwiglu) {
-      const float g = v[0];
-      args.y[0][row] = g / (1.0f + expf(-g)) * v[1];
+      const float g = y[0];
+      args.y[0][row] = g / (1.0f + expf(-g)) * y[1];
     } else if constexpr (kResidual) {
-      args.y[kM][row] = v[0] + residual;
+      args.y[kM][row] = y[0] + residual;
     } else {
-      args.y[kM][row] = v[0];
+      args.y[kM][row] = y[0];
     }
   };
   if constexpr (kKsplit == 1) {
-    if (lane < kR && row0 + lane < kN) {
-      float v[kMembersPerItem];
+    if (row >= 0) {
+      if constexpr (kLateNorm) {
 #pragma unroll
-      for (int j = 0; j < kMembersPerItem; ++j) {
-        v[j] = sums[j][0];
-#pragma unroll
-        for (int r = 1; r < kR; ++r) v[j] = lane == r ? sums[j][r] : v[j];
-        if constexpr (kLateNorm) v[j] *= x_scale;
+        for (int j = 0; j < kMembersPerItem; ++j) v[j] *= x_scale;
       }
-      epilogue(row0 + lane, v);
+      epilogue(v);
     }
   } else {
-    // Partial sums of this split; the row group's last split to finish adds them in order.
-    if (lane == 0) {
+    // Partial sums of this split (each writer its row's, fenced before the warp's ticket); the
+    // row group's last split to finish adds them in order.
+    if (row >= 0) {
 #pragma unroll
-      for (int j = 0; j < kMembersPerItem; ++j) {
-#pragma unroll
-        for (int r = 0; r < kR; ++r) {
-          if (row0 + r < kN) args.partials[split * kTotalRows + RowBegin(kM + j) + row0 + r] = sums[j][r];
-        }
-      }
+      for (int j = 0; j < kMembersPerItem; ++j) args.partials[split * kTotalRows + RowBegin(kM + j) + row] = v[j];
       __threadfence();
     }
+    __syncwarp();
     unsigned ticket = 0;
     if (lane == 0) ticket = atomicAdd(&args.counters[RgBegin(kM) + rg], 1u);
     ticket = __shfl_sync(0xffffffffu, ticket, 0);
     if (ticket != kKsplit - 1) return;
     __threadfence();
-    if (lane < kR && row0 + lane < kN) {
-      const int row = row0 + lane;
-      float v[kMembersPerItem];
+    if (row >= 0) {
+      float y[kMembersPerItem];
 #pragma unroll
       for (int j = 0; j < kMembersPerItem; ++j) {
         float part[kKsplit];
@@ -320,27 +396,38 @@ __device__ __forceinline__ void Finish(const jllm::cuda::GemvArgs& args, int spl
         float t = 0.f;
 #pragma unroll
         for (int k = 0; k < kKsplit; ++k) t += part[k];
-        v[j] = t;
+        y[j] = t;
       }
-      epilogue(row, v);
+      epilogue(y);
     }
     if (lane == 0) args.counters[RgBegin(kM) + rg] = 0;
   }
 }
 
-// Adds the dots of one unit step — unit u of rows row0.. of every matrix the item reads, from
-// the fragments f — to acc.
+// Adds the dots of one unit step — unit u of this lane's rows (row_l, row_l + 32 / LPR, ...)
+// of every matrix the item reads, from the fragments f — to acc.
 template <int kM>
-__device__ __forceinline__ void StepDots(const typename WType<kType[kM]>::Frag (&f)[kMembersPerItem][kR],
-                                         const float4* xsl, int u, int row0,
+__device__ __forceinline__ void StepDots(const typename WType<kWt[kM]>::Frag (&f)[kMembersPerItem][RowsPerLane(kM)],
+                                         const float4* xsl, int u, int row_l,
                                          const jllm_u8* const (&wbase)[kMembersPerItem],
-                                         float (&acc)[kMembersPerItem][kR]) {
+                                         float (&acc)[kMembersPerItem][RowsPerLane(kM)]) {
   constexpr int T = kType[kM];
-  using W = WType<T>;
-  constexpr int kUnitsK = kGroups256 * W::kUnits256;
+  using W = WType<kWt[kM]>;
   constexpr jllm_i64 kRowStride = jllm::cuda::layout::RowStride(T, kK);
   constexpr int kN = kRows[kM];
-  if constexpr (UsesXq<kM>()) {
+  constexpr int kRpl = RowsPerLane(kM), kRowLanes = 32 / Lpr(kM);
+  if constexpr (PairUnits(kM)) {
+    const uint4* xq = reinterpret_cast<const uint4*>(xsl);
+#pragma unroll
+    for (int j = 0; j < kMembersPerItem; ++j) {
+#pragma unroll
+      for (int r = 0; r < kRpl; ++r) {
+        const int row = row_l + kRowLanes * r;
+        if (row < kN) acc[j][r] += W::template DotPair<kK, kXPlanes>(f[j][r], xq, u, wbase[j] + row * kRowStride);
+      }
+    }
+  } else if constexpr (UsesXq<kM>()) {
+    constexpr int kUnitsK = kGroups256 * W::kUnits256;
     constexpr bool kOneRun = T == jllm::cuda::layout::kQ8_0;
     const uint4* xq = reinterpret_cast<const uint4*>(xsl);
     const uint4 zero = make_uint4(0, 0, 0, 0);
@@ -353,13 +440,13 @@ __device__ __forceinline__ void StepDots(const typename WType<kType[kM]>::Frag (
 #pragma unroll
     for (int j = 0; j < kMembersPerItem; ++j) {
 #pragma unroll
-      for (int r = 0; r < kR; ++r) {
-        if (row0 + r < kN) {
-          acc[j][r] += UnitDotXq<T, kK, kXPlanes>(f[j][r], x, meta, u, wbase[j] + (row0 + r) * kRowStride);
-        }
+      for (int r = 0; r < kRpl; ++r) {
+        const int row = row_l + kRowLanes * r;
+        if (row < kN) acc[j][r] += UnitDotXq<T, kK, kXPlanes>(f[j][r], x, meta, u, wbase[j] + row * kRowStride);
       }
     }
   } else {
+    constexpr int kUnitsK = kGroups256 * W::kUnits256;
     float4 xv[W::kParts];
 #pragma unroll
     for (int p = 0; p < W::kParts; ++p) xv[p] = xsl[p * kUnitsK + u];
@@ -368,8 +455,9 @@ __device__ __forceinline__ void StepDots(const typename WType<kType[kM]>::Frag (
 #pragma unroll
     for (int j = 0; j < kMembersPerItem; ++j) {
 #pragma unroll
-      for (int r = 0; r < kR; ++r) {
-        if (row0 + r < kN) acc[j][r] += UnitDot<T, kK>(f[j][r], xv, xsum, u, wbase[j] + (row0 + r) * kRowStride);
+      for (int r = 0; r < kRpl; ++r) {
+        const int row = row_l + kRowLanes * r;
+        if (row < kN) acc[j][r] += UnitDot<T, kK>(f[j][r], xv, xsum, u, wbase[j] + row * kRowStride);
       }
     }
   }
@@ -389,17 +477,21 @@ __device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int sp
                                         bool first, int s_lo, int s_hi, float4* xs, jllm_u8* ring, jllm_u64* bars,
                                         int& ring_base, float& x_scale) {
   constexpr int T = kType[kM];
-  using W = WType<T>;
+  using W = WType<kWt[kM]>;
   using Frag = typename W::Frag;
   constexpr jllm_i64 kRowStride = jllm::cuda::layout::RowStride(T, kK);
+  constexpr int kLpr = Lpr(kM), kRowLanes = 32 / kLpr, kRpl = RowsPerLane(kM), kItemRows = ItemRows(kM);
   constexpr int kMaxSplitUnits = geo::CeilDiv(kGroups256, kKsplit) * W::kUnits256;
-  constexpr int kSteps = geo::CeilDiv(kMaxSplitUnits, 32);  // per item
-  static_assert(W::kUnits256 == geo::GemvUnits256(T), "launch_geometry.h agrees");
+  constexpr int kSteps = geo::CeilDiv(kMaxSplitUnits, kLpr);  // per item
+  static_assert(W::kUnits256 == geo::GemvUnits256(T, kPairs), "launch_geometry.h agrees");
   constexpr int kN = kRows[kM];
-  constexpr int kStep = geo::GemvStepBytes(T);  // bytes of one row's step in a ring slot
-  static_assert(kStep % 32 == 0 && kMembersPerItem * kR * kStep <= kStageBytes, "a step fits a ring slot");
+  constexpr int kStep = geo::GemvStepBytes(T, kPairs);  // bytes of one row's step in a ring slot
+  constexpr int kUnitBytes = kStep / kLpr;                // a unit's share of a row's body bytes
+  static_assert(kStep % 32 == 0 && kMembersPerItem * kItemRows * kStep <= kStageBytes, "a step fits a ring slot");
+  static_assert(kMembersPerItem * kItemRows <= 32, "a lane issues each row's copy of a step");
 
   const int lane = threadIdx.x & 31;
+  const int lu = lane % kLpr, lr = lane / kLpr;  // the lane's unit of a step, its first row
   const int u0 = SplitGroup(split) * W::kUnits256, n_units = (SplitGroup(split + 1) - SplitGroup(split)) * W::kUnits256;
   const int seg0 = split * kRowGroups + RgBegin(kM);  // item index of row group 0
   // The warp's steps. SPREAD 0: whole items, round-robin — items [i0, i1) with index ≡ phase
@@ -422,12 +514,12 @@ __device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int sp
 #pragma unroll
   for (int j = 0; j < kMembersPerItem; ++j) wbase[j] = static_cast<const jllm_u8*>(args.w[kM + j]);
 
-  float acc[kMembersPerItem][kR];
+  float acc[kMembersPerItem][kRpl];
   auto clear = [&] {
 #pragma unroll
     for (int j = 0; j < kMembersPerItem; ++j) {
 #pragma unroll
-      for (int r = 0; r < kR; ++r) acc[j][r] = 0.f;
+      for (int r = 0; r < kRpl; ++r) acc[j][r] = 0.f;
     }
   };
   clear();
@@ -436,18 +528,20 @@ __device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int sp
   // SPREAD 1: the warp's last item, if it goes on in the next warp, leaves its sums in
   // heads[warp] (a middle piece, if the warp's range lies inside one item, too); its first item,
   // if it began in an earlier warp, is finished after the CTA's barrier, from those heads.
-  __shared__ float heads[kSpread ? kNw : 1][kMembersPerItem][kR];
-  float tail[kMembersPerItem][kR];
+  // heads[w][j][o]: row o of the item (o = row - row0) as warp w left it.
+  __shared__ float heads[kSpread ? kNw : 1][kMembersPerItem][kItemRows];
+  float tail[kMembersPerItem][kRpl];
   int tail_rg = -1;
-  auto consume = [&](int t, const Frag (&f)[kMembersPerItem][kR]) {
+  auto consume = [&](int t, const Frag (&f)[kMembersPerItem][kRpl]) {
     const int rg = rg_of(t), s = s_of(t);
-    const int row0 = rg * kR;
-    const int ul = lane + 32 * s;
+    const int row0 = rg * kItemRows;
+    const int ul = lu + kLpr * s;
     if constexpr (kResidual) {
       // Loaded with the item's first step, used at its end: no round trip in the epilogue.
-      if (s == 0 && lane < kR && row0 + lane < kN) residual = args.residual[row0 + lane];
+      const int row = WriterRow<kM>(row0, lane);
+      if (s == 0 && row >= 0) residual = args.residual[row];
     }
-    if (ul < n_units) StepDots<kM>(f, xs + SlotOf(kM) * kSlotFloat4, u0 + ul, row0, wbase, acc);
+    if (ul < n_units) StepDots<kM>(f, xs + SlotOf(kM) * kSlotFloat4, u0 + ul, row0 + lr, wbase, acc);
     const bool began_here = !kSpread || t >= s;  // the warp ran the item's first step
     if (s == kSteps - 1 && began_here) {
       Finish<kM>(args, split, rg, row0, acc, residual, x_scale);
@@ -456,12 +550,12 @@ __device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int sp
 #pragma unroll
       for (int j = 0; j < kMembersPerItem; ++j) {
 #pragma unroll
-        for (int r = 0; r < kR; ++r) {
-          const float v = jllm_warp_sum(acc[j][r]);
+        for (int r = 0; r < kRpl; ++r) {
+          const float v = RowSum<kLpr>(acc[j][r]);
           if (s == kSteps - 1) {
             tail[j][r] = v;  // the end of an item an earlier warp began
-          } else if (lane == 0) {
-            heads[kSpread ? warp : 0][j][r] = v;
+          } else if (lu == 0) {
+            heads[kSpread ? warp : 0][j][lr + kRowLanes * r] = v;
           }
         }
       }
@@ -479,21 +573,22 @@ __device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int sp
         auto tau = [&](int w) { return static_cast<int>(static_cast<long long>(seg_steps) * w / kNw); };
         int a = warp - 1;  // the warp whose range holds the item's first step
         while (a > 0 && tau(a) > first) --a;
-        float total[kMembersPerItem][kR];
+        float total[kMembersPerItem][kRpl];  // like acc: one lane of each row's group holds the row
 #pragma unroll
         for (int j = 0; j < kMembersPerItem; ++j) {
 #pragma unroll
-          for (int r = 0; r < kR; ++r) {
+          for (int r = 0; r < kRpl; ++r) {
             float v = 0.f;
             for (int w = a; w < warp; ++w) {
-              if (tau(w + 1) > tau(w)) v += heads[w][j][r];  // (a warp may have no steps)
+              if (tau(w + 1) > tau(w)) v += heads[w][j][lr + kRowLanes * r];  // (a warp may have no steps)
             }
-            total[j][r] = lane == 0 ? v + tail[j][r] : 0.f;
+            total[j][r] = lu == 0 ? v + tail[j][r] : 0.f;
           }
         }
-        const int row0 = tail_rg * kR;
+        const int row0 = tail_rg * kItemRows;
         if constexpr (kResidual) {
-          if (lane < kR && row0 + lane < kN) residual = args.residual[row0 + lane];
+          const int row = WriterRow<kM>(row0, lane);
+          if (row >= 0) residual = args.residual[row];
         }
         Finish<kM>(args, split, tail_rg, row0, total, residual, x_scale);
       }
@@ -509,17 +604,18 @@ __device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int sp
   };
 
   if constexpr (kRing == 0) {
-    Frag f[kDepth][kMembersPerItem][kR];
-    auto load = [&](int t, Frag (&buf)[kMembersPerItem][kR]) {
+    Frag f[kDepth][kMembersPerItem][kRpl];
+    auto load = [&](int t, Frag (&buf)[kMembersPerItem][kRpl]) {
       if (t >= n_steps) return;
-      const int s = s_of(t), row0 = rg_of(t) * kR;
-      const int ul = lane + 32 * s;
+      const int s = s_of(t), row_l = rg_of(t) * kItemRows + lr;
+      const int ul = lu + kLpr * s;
       if (ul >= n_units) return;
 #pragma unroll
       for (int j = 0; j < kMembersPerItem; ++j) {
 #pragma unroll
-        for (int r = 0; r < kR; ++r) {
-          if (row0 + r < kN) buf[j][r] = W::Load(wbase[j] + (row0 + r) * kRowStride, u0 + ul);
+        for (int r = 0; r < kRpl; ++r) {
+          const int row = row_l + kRowLanes * r;
+          if (row < kN) buf[j][r] = W::Load(wbase[j] + row * kRowStride, u0 + ul);
         }
       }
     };
@@ -539,46 +635,46 @@ __device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int sp
     }
   } else {
     // The warp's steps are numbered across its segments (g = ring_base + t); slot g mod RING
-    // holds step g: for each matrix j and row r, the step's bytes of the row at (j·R + r)·kStep,
-    // copied verbatim, so W::Load reads a unit at its offset in the row relative to the step's
-    // first block. Bulk copies (sm_90): lane 0 copies each row's span and arms the slot's
-    // mbarrier with their bytes; step g is use g / RING of its slot. cp.async: every lane copies
-    // 16-byte chunks and commits one group per step (empty past the end), so "step t has
-    // landed" is "at most RING - 2 groups pending".
+    // holds step g: for each matrix j and row o of the item (o = row - row0), the step's bytes
+    // of the row at (j·ItemRows + o)·kStep, copied verbatim, so W::Load reads a unit at its
+    // offset in the row relative to the step's first block. Bulk copies (sm_90): lane j·ItemRows
+    // + o copies row o of matrix j, lane 0 arms the slot's mbarrier with all of their bytes
+    // (a copy may land before the arming: the transaction count goes negative meanwhile); step
+    // g is use g / RING of its slot. cp.async: every lane copies 16-byte chunks of every row and
+    // commits one group per step (empty past the end), so "step t has landed" is "at most RING -
+    // 2 groups pending".
     auto issue = [&](int t) {
       if (t < n_steps) {
-        const int s = s_of(t), row0 = rg_of(t) * kR;
-        const int units = min(32, n_units - 32 * s);
+        const int s = s_of(t), row0 = rg_of(t) * kItemRows;
+        const int units = min(kLpr, n_units - kLpr * s);
+        const int rows = units > 0 ? min(kItemRows, kN - row0) : 0;  // the item's rows in the matrix
         const int g = ring_base + t;
         jllm_u8* slot = ring + (g % kRingSlots) * kStageBytes;
+        const jllm_i64 col = static_cast<jllm_i64>(u0 + kLpr * s) * kUnitBytes;  // the step's first byte in a row
         if constexpr (kBulk) {
 #if JLLM_HAS_BULK_COPY
+          jllm_u64* bar = bars + g % kRingSlots;
           if (lane == 0) {
-            const int rows = units > 0 ? min(kR, kN - row0) : 0;
-            jllm_u64* bar = bars + g % kRingSlots;
-            jllm_mbar_arrive_expect(bar, static_cast<jllm_u32>(kMembersPerItem * rows * units * (kStep / 32)));
+            jllm_mbar_arrive_expect(bar, static_cast<jllm_u32>(kMembersPerItem * rows * units * kUnitBytes));
+          }
+          const int j = lane / kItemRows, o = lane % kItemRows;
+          const jllm_u8* base = wbase[0];  // wbase[j], without indexing a register array
 #pragma unroll
-            for (int j = 0; j < kMembersPerItem; ++j) {
-#pragma unroll
-              for (int r = 0; r < kR; ++r) {
-                if (r < rows) {
-                  jllm_bulk_copy(slot + (j * kR + r) * kStep,
-                                 wbase[j] + (row0 + r) * kRowStride + (u0 + 32 * s) * (kStep / 32),
-                                 static_cast<jllm_u32>(units * (kStep / 32)), bar);
-                }
-              }
-            }
+          for (int m = 1; m < kMembersPerItem; ++m) base = j == m ? wbase[m] : base;
+          if (j < kMembersPerItem && o < rows) {
+            jllm_bulk_copy(slot + (j * kItemRows + o) * kStep, base + (row0 + o) * kRowStride + col,
+                           static_cast<jllm_u32>(units * kUnitBytes), bar);
           }
 #endif
         } else {
-          const int chunks = units * (kStep / 32) / 16;
+          const int chunks = units * kUnitBytes / 16;
 #pragma unroll
           for (int j = 0; j < kMembersPerItem; ++j) {
 #pragma unroll
-            for (int r = 0; r < kR; ++r) {
-              if (row0 + r < kN && units > 0) {
-                const jllm_u8* src = wbase[j] + (row0 + r) * kRowStride + (u0 + 32 * s) * (kStep / 32);
-                jllm_u8* dst = slot + (j * kR + r) * kStep;
+            for (int o = 0; o < kItemRows; ++o) {
+              if (o < rows) {
+                const jllm_u8* src = wbase[j] + (row0 + o) * kRowStride + col;
+                jllm_u8* dst = slot + (j * kItemRows + o) * kStep;
 #pragma unroll
                 for (int c = lane; c < kStep / 16; c += 32) {
                   if (c < chunks) jllm_cp_async16(dst + 16 * c, src + 16 * c);
@@ -607,13 +703,15 @@ __device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int sp
       }
       __syncwarp();  // every lane's copies of step t are visible; every lane has read step t - 1
       const int s = s_of(t);
-      Frag f[kMembersPerItem][kR];
+      Frag f[kMembersPerItem][kRpl];
       const jllm_u8* slot = ring + (g % kRingSlots) * kStageBytes;
-      if (lane + 32 * s < n_units) {
+      if (lu + kLpr * s < n_units) {
 #pragma unroll
         for (int j = 0; j < kMembersPerItem; ++j) {
 #pragma unroll
-          for (int r = 0; r < kR; ++r) f[j][r] = W::template Load<FromShared>(slot + (j * kR + r) * kStep, lane);
+          for (int r = 0; r < kRpl; ++r) {
+            f[j][r] = W::template Load<FromShared>(slot + (j * kItemRows + lr + kRowLanes * r) * kStep, lu);
+          }
         }
       }
       issue(t + kRing - 1);  // into slot (g - 1) mod RING, which every lane has read

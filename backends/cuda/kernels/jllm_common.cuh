@@ -117,6 +117,20 @@ __device__ __forceinline__ int jllm_dp4a(jllm_u32 a, jllm_u32 b, int c) {
 #endif
 }
 
+// c + the dot product of the four unsigned bytes of a and the four signed bytes of b.
+__device__ __forceinline__ int jllm_dp4a_us(jllm_u32 a, jllm_u32 b, int c) {
+#if defined(JLLM_EMULATE)
+  for (int i = 0; i < 4; ++i) {
+    c += static_cast<int>((a >> (8 * i)) & 0xFF) * static_cast<int>(static_cast<jllm_i8>((b >> (8 * i)) & 0xFF));
+  }
+  return c;
+#else
+  int d;
+  asm("dp4a.u32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+#endif
+}
+
 __device__ __forceinline__ int jllm_dp4a4(const jllm_u32 (&a)[4], uint4 b) {
   return jllm_dp4a(a[3], b.w, jllm_dp4a(a[2], b.z, jllm_dp4a(a[1], b.y, jllm_dp4a(a[0], b.x, 0))));
 }

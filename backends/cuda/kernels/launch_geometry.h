@@ -12,23 +12,47 @@ constexpr int CeilDiv(long long a, long long b) { return static_cast<int>((a + b
 // of run sums per 32 columns (or, as int8, less).
 constexpr int GemvSlotFloat4(long long k) { return static_cast<int>(k / 4 + k / 64); }
 constexpr int GemvSmemBytes(long long k, int slots) { return slots * GemvSlotFloat4(k) * 16; }
-// 16-byte units of quant data per 256 elements of a row of ggml type `type` (weight_types.cuh).
-constexpr int GemvUnits256(int type) {
-  return type == layout::kQ8_0                                              ? 16
+// K-quants as unit pairs (JLLM_PAIRS, a mask: 1 q4_K, 2 q6_K; with quantized x): a unit is 64
+// elements — a q4_K sub-block pair, or a q6_K (half, quarter) pair of ql runs — read by one lane,
+// 8 lanes share a row and a warp step is 4 rows of 8 units, each lane one row. The unit readers
+// (weight_types.cuh) have ids that are not ggml types.
+inline constexpr int kGemvQ4KPairs = 0x100 | layout::kQ4_K;
+inline constexpr int kGemvQ6KPairs = 0x100 | layout::kQ6_K;
+constexpr bool GemvPairUnits(int type, int pairs) {
+  return ((pairs & 1) != 0 && type == layout::kQ4_K) || ((pairs & 2) != 0 && type == layout::kQ6_K);
+}
+constexpr int GemvUnitReader(int type, int pairs) { return GemvPairUnits(type, pairs) ? 0x100 | type : type; }
+// Units of quant data per 256 elements of a row of ggml type `type` (weight_types.cuh): 16 bytes
+// each, or pairs (64 elements).
+constexpr int GemvUnits256(int type, int pairs = 0) {
+  return GemvPairUnits(type, pairs)                                          ? 4
+         : type == layout::kQ8_0                                              ? 16
          : type == layout::kQ4_K || type == layout::kQ5_K || type == layout::kQ6_K ? 8
          : type == layout::kF32                                             ? 64
                                                                             : 32;  // f16, bf16
 }
-
-// gemv.cu's shared-memory ring (JLLM_RING > 0): a step is 32 units of one row; its bytes, copied
-// verbatim (a whole number of blocks, 16-byte aligned), are the row's body bytes of 32 units.
-constexpr int GemvStepBytes(int type) {
-  return static_cast<int>(32LL * layout::BodyBytes(type) * 256 / layout::BlockElems(type) / GemvUnits256(type));
+// Lanes that share a row (the rest of the warp reads other rows in the same step) and rows a
+// lane reads in a step (`rows`, JLLM_R, for 32 lanes a row; 1 for pairs, whose steps already
+// hold 4 rows); an item is LanesPerRow / 32 × RowsPerLane rows.
+constexpr int GemvLanesPerRow(int type, int pairs) { return GemvPairUnits(type, pairs) ? 8 : 32; }
+constexpr int GemvRowsPerLane(int type, int pairs, int rows) { return GemvPairUnits(type, pairs) ? 1 : rows; }
+constexpr int GemvItemRows(int type, int pairs, int rows) {
+  return 32 / GemvLanesPerRow(type, pairs) * GemvRowsPerLane(type, pairs, rows);
 }
-// Each warp owns `ring` slots; a slot holds one step of R rows of every matrix an item reads
+
+// gemv.cu's shared-memory ring (JLLM_RING > 0): a step is LanesPerRow units of each of an item's
+// rows; a row's bytes of a step, copied verbatim (a whole number of blocks, 16-byte aligned), are
+// its body bytes of those units.
+constexpr int GemvStepBytes(int type, int pairs) {
+  return static_cast<int>(GemvLanesPerRow(type, pairs) * static_cast<long long>(layout::BodyBytes(type)) * 256 /
+                          layout::BlockElems(type) / GemvUnits256(type, pairs));
+}
+// Each warp owns `ring` slots; a slot holds one step of an item's rows of every matrix it reads
 // (`matrices`: 2 for gate+up, else 1), for the widest type: `stage_bytes` is the largest
 // GemvStageBytes over the group's item kinds.
-constexpr int GemvStageBytes(int type, int rows, int matrices) { return matrices * rows * GemvStepBytes(type); }
+constexpr int GemvStageBytes(int type, int pairs, int rows, int matrices) {
+  return matrices * GemvItemRows(type, pairs, rows) * GemvStepBytes(type, pairs);
+}
 // Behind the slots, one 8-byte mbarrier per slot (used by the bulk copies).
 constexpr int GemvRingBytes(int stage_bytes, int ring, int warps) { return (stage_bytes + 8) * ring * warps; }
 

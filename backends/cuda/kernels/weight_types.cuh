@@ -21,6 +21,7 @@
 
 #include "jllm_common.cuh"
 #include "backends/cuda/device_layout.h"
+#include "launch_geometry.h"
 
 namespace jllm_kernels {
 
@@ -171,6 +172,172 @@ struct WType<lay::kQ4_K> : KQuant45Dots<WType<lay::kQ4_K>> {
     const jllm_u8* qs = blk->qs + 32 * c + l0;
 #pragma unroll
     for (int i = 0; i < 8; ++i) out[i] = d1 * (hi ? (qs[i] >> 4) : (qs[i] & 0xF)) - m1;
+  }
+};
+
+// ---- K-quant unit pairs (JLLM_PAIRS; launch_geometry.h) -----------------------------------
+// A pair unit is 64 elements of a block read by one lane against x quantized per pair (one
+// scale d_x): its four runs of 16 (R0..R3, in the order of the unit's quant bytes) as arrays
+// 0..3 of the member's x slot (with two planes the low bytes as arrays 4..7), then the type's
+// meta (uint4 array 8, or 4 with one plane) and d_x where the meta has no room (array 9 / 5).
+// The four runs of a pair are staged by lanes l, l ^ 1, l ^ kMateXor, l ^ 1 ^ kMateXor
+// (consecutive 16-element runs go to consecutive lanes), which share the pair's scale.
+
+// The slot array a (uint4 per pair) of the pair unit u; kP = pairs in K.
+template <int kP>
+__device__ __forceinline__ uint4 PairX(const uint4* slot, int a, int u) { return slot[a * kP + u]; }
+
+// Σ code·xq over the four runs of a pair for one plane of x (codes as 16 words of bytes: runs R0
+// R1 R2 R3 of four words each); kHiU8: R2 and R3 are unsigned bytes (q4_K's high nibbles in
+// place, 16·q).
+template <int kP, bool kHiU8>
+__device__ __forceinline__ void PairRunDots(const jllm_u32 (&c)[16], const uint4* slot, int plane, int u, int (&p)[4]) {
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const uint4 x = PairX<kP>(slot, 4 * plane + k, u);
+    const jllm_u32 xw[4] = {x.x, x.y, x.z, x.w};
+    int acc = 0;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) acc = kHiU8 && k >= 2 ? jllm_dp4a_us(c[4 * k + i], xw[i], acc) : jllm_dp4a(c[4 * k + i], xw[i], acc);
+    p[k] = acc;
+  }
+}
+template <int kP, int kPlanes, bool kHiU8>
+__device__ __forceinline__ void PairDots(const jllm_u32 (&c)[16], const uint4* slot, int u, int (&p)[4]) {
+  PairRunDots<kP, kHiU8>(c, slot, 0, u, p);
+  if constexpr (kPlanes == 2) {
+    int lo[4];
+    PairRunDots<kP, kHiU8>(c, slot, 1, u, lo);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) p[k] = p[k] * 256 + lo[k];
+  }
+}
+
+// q4_K: unit c (0..3) of a block is qs[32c..32c+32): low nibbles are sub-block 2c (elements 64c +
+// [0,32), runs R0 R1), high nibbles sub-block 2c+1 (64c + 32 + [0,32), R2 R3). Meta: (d_x, Q_lo,
+// Q_hi, 0), the Σxq of the two sub-blocks, so both stay in int32 until the end:
+//   Σ (d·sc_j·q - dmin·m_j)·d_x·xq = d_x·(d·Σ_j sc_j·P_j - dmin·Σ_j m_j·Q_j),
+// P_j = Σ q·xq over sub-block j: |P_j| <= 32·15·kX16Max, so Σ sc·P < 2^31.
+template <>
+struct WType<jllm::cuda::geometry::kGemvQ4KPairs> {
+  static constexpr bool kXq = true;
+  static constexpr bool kHalfSums = false;
+  static constexpr int kUnits256 = 4;
+  static constexpr int kMateXor = 2;  // runs 64c + 16·[0,4) are four consecutive runs
+  __device__ static int PairOf(int e) { return e >> 6; }
+  __device__ static int RunOf(int e) { return (e >> 4) & 3; }
+
+  struct Frag {
+    uint4 q0, q1, hdr;
+  };
+  template <class M = FromGlobal>
+  __device__ static Frag Load(const jllm_u8* row, int u) {
+    const jllm_u8* blk = row + (u >> 2) * static_cast<int>(sizeof(q::BlockQ4_K));
+    const jllm_u8* qs = blk + q::kQ4KQsOffset + 32 * (u & 3);
+    return {M::Load16(qs), M::Load16(qs + 16), M::Load16(blk)};
+  }
+  // The run at e, staged by the lane of run index RunOf(e); sums[k]: Σxq of run k of the pair.
+  template <int kP, int kPlanes>
+  __device__ static void StageRun(uint4* slot, int e, uint4 q, uint4 q_lo, float d, const int (&sums)[4]) {
+    const int p = PairOf(e), i = RunOf(e);
+    slot[i * kP + p] = q;
+    if constexpr (kPlanes == 2) slot[(4 + i) * kP + p] = q_lo;
+    if (i == 0) {
+      slot[(kPlanes == 2 ? 8 : 4) * kP + p] = make_uint4(__float_as_uint(d), static_cast<jllm_u32>(sums[0] + sums[1]),
+                                                         static_cast<jllm_u32>(sums[2] + sums[3]), 0u);
+    }
+  }
+  template <int kK, int kPlanes>
+  __device__ static float DotPair(const Frag& f, const uint4* slot, int u, const jllm_u8* /*row*/) {
+    constexpr int kP = kK / 64;
+    const jllm_u32 w[8] = {f.q0.x, f.q0.y, f.q0.z, f.q0.w, f.q1.x, f.q1.y, f.q1.z, f.q1.w};
+    jllm_u32 c[16];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      c[i] = w[i] & 0x0F0F0F0Fu;
+      c[8 + i] = w[i] & 0xF0F0F0F0u;  // 16·q, dotted as u8
+    }
+    int p[4];
+    PairDots<kP, kPlanes, true>(c, slot, u, p);
+    const int p_lo = p[0] + p[1], p_hi = (p[2] + p[3]) >> 4;  // exact: a multiple of 16
+    int sc_lo, m_lo, sc_hi, m_hi;
+    KScalesPair(f.hdr.y, f.hdr.z, f.hdr.w, u & 3, sc_lo, m_lo, sc_hi, m_hi);
+    const uint4 meta = PairX<kP>(slot, kPlanes == 2 ? 8 : 4, u);
+    const int s = sc_lo * p_lo + sc_hi * p_hi;
+    const int m = m_lo * static_cast<int>(meta.y) + m_hi * static_cast<int>(meta.z);
+    const float d = jllm_half_to_float(static_cast<jllm_u16>(f.hdr.x & 0xFFFFu));
+    const float dmin = jllm_half_to_float(static_cast<jllm_u16>(f.hdr.x >> 16));
+    return __uint_as_float(meta.x) * fmaf(d, static_cast<float>(s), -dmin * static_cast<float>(m));
+  }
+};
+
+// q6_K (device layout: bodies, d at the row tail): unit c = 2hh + up (0..3) of a block is
+// ql[32c..32c+32): byte i's low nibble is element A_i = 128hh + 32up + i (runs R0 R1), its high
+// nibble B_i = A_i + 64 (R2 R3); their high two bits are bits 2up and 4 + 2up of qh[32hh + i],
+// their int8 scales (one per run) bytes 2up, 2up + 1 of scale words 2hh (A) and 2hh + 1 (B).
+// Meta: the four runs' Σxq, d_x in array 9 (5): Σ_k sc_k·(P_k - 32·Q_k), exactly in int64.
+template <>
+struct WType<jllm::cuda::geometry::kGemvQ6KPairs> {
+  static constexpr bool kXq = true;
+  static constexpr bool kHalfSums = false;
+  static constexpr int kUnits256 = 4;
+  static constexpr int kMateXor = 4;  // runs A, A + 16, A + 64, A + 80
+  __device__ static int PairOf(int e) { return 4 * (e >> 8) + 2 * ((e >> 7) & 1) + ((e >> 5) & 1); }
+  __device__ static int RunOf(int e) { return 2 * ((e >> 6) & 1) + ((e >> 4) & 1); }
+
+  struct Frag {
+    uint4 ql0, ql1, qh0, qh1;
+    jllm_u32 sc_a, sc_b;
+  };
+  template <class M = FromGlobal>
+  __device__ static Frag Load(const jllm_u8* row, int u) {
+    const jllm_u8* body = row + (u >> 2) * q::kQ6KBodyBytes;
+    const int c = u & 3, hh = c >> 1;
+    const jllm_u8* ql = body + 32 * c;
+    const jllm_u8* qh = body + q::kQ6KQhOffset + 32 * hh;
+    const jllm_u8* sc = body + q::kQ6KScalesOffset + 8 * hh;
+    return {M::Load16(ql), M::Load16(ql + 16), M::Load16(qh), M::Load16(qh + 16), M::Load4(sc), M::Load4(sc + 4)};
+  }
+  template <int kP, int kPlanes>
+  __device__ static void StageRun(uint4* slot, int e, uint4 q, uint4 q_lo, float d, const int (&sums)[4]) {
+    const int p = PairOf(e), i = RunOf(e);
+    slot[i * kP + p] = q;
+    if constexpr (kPlanes == 2) slot[(4 + i) * kP + p] = q_lo;
+    if (i == 0) {
+      slot[(kPlanes == 2 ? 8 : 4) * kP + p] = make_uint4(static_cast<jllm_u32>(sums[0]), static_cast<jllm_u32>(sums[1]),
+                                                         static_cast<jllm_u32>(sums[2]), static_cast<jllm_u32>(sums[3]));
+      reinterpret_cast<float*>(slot + (kPlanes == 2 ? 9 : 5) * kP)[p] = d;
+    }
+  }
+  // `row` is needed for the d value at the row tail (read through L1).
+  template <int kK, int kPlanes>
+  __device__ static float DotPair(const Frag& f, const uint4* slot, int u, const jllm_u8* row) {
+    constexpr int kP = kK / 64;
+    const int up = u & 1;
+    const jllm_u32 l[8] = {f.ql0.x, f.ql0.y, f.ql0.z, f.ql0.w, f.ql1.x, f.ql1.y, f.ql1.z, f.ql1.w};
+    const jllm_u32 h[8] = {f.qh0.x, f.qh0.y, f.qh0.z, f.qh0.w, f.qh1.x, f.qh1.y, f.qh1.z, f.qh1.w};
+    jllm_u32 c[16];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const jllm_u32 t = h[i] >> (2 * up);
+      c[i] = (l[i] & 0x0F0F0F0Fu) | ((t << 4) & 0x30303030u);
+      c[8 + i] = ((l[i] >> 4) & 0x0F0F0F0Fu) | (t & 0x30303030u);
+    }
+    int p[4];
+    PairDots<kP, kPlanes, false>(c, slot, u, p);
+    const uint4 meta = PairX<kP>(slot, kPlanes == 2 ? 8 : 4, u);
+    const int qs[4] = {static_cast<int>(meta.x), static_cast<int>(meta.y), static_cast<int>(meta.z),
+                       static_cast<int>(meta.w)};
+    const jllm_u32 sw[2] = {f.sc_a >> (16 * up), f.sc_b >> (16 * up)};
+    long long s = 0;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const int sc = static_cast<jllm_i8>((sw[k >> 1] >> (8 * (k & 1))) & 0xFF);
+      s += static_cast<long long>(sc) * (p[k] - 32 * qs[k]);  // |p - 32·Q| <= 16·32·kX16Max
+    }
+    const float dx = reinterpret_cast<const float*>(slot + (kPlanes == 2 ? 9 : 5) * kP)[u];
+    const float d = jllm_half_to_float(jllm_load_u16(row + lay::TailOffset(lay::kQ6_K, kK) + 2 * (u >> 2)));
+    return dx * d * static_cast<float>(s);
   }
 };
 

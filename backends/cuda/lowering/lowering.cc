@@ -41,7 +41,7 @@ static_assert(static_cast<int>(ir::KvDType::kF16) == 0 && static_cast<int>(ir::K
 // (the CUDA backend at load; jllm-compile for --arch CUBINs, which match only the same values):
 // JLLM_GEMV_R, JLLM_GEMV_NW, JLLM_GEMV_DEPTH, JLLM_GEMV_MINB, JLLM_GEMV_ITEMS, JLLM_GEMV_KSPLIT,
 // JLLM_GEMV_X (lowering.h), JLLM_GEMV_RING (0 = registers), JLLM_GEMV_BULK, JLLM_GEMV_SPREAD,
-// JLLM_GEMV_LATE_NORM;
+// JLLM_GEMV_LATE_NORM, JLLM_GEMV_PAIRS, JLLM_GEMV_PAIRS_MIN_MIB;
 // JLLM_GEMM_MMA, JLLM_PREFETCH (lowering.h); JLLM_ATTN_SPLITS, JLLM_ATTN_MINCHUNK,
 // JLLM_ATTN_NW (decode attention). A value that cannot be used is ignored with a warning.
 // GEMV (docs/PERF.md, "GEMV v3", "int16 activations", "shared-memory ring"): two rows (or the
@@ -70,6 +70,12 @@ constexpr int kGemvSpread = 1;  // 1: warps take equal step ranges (0: whole ite
 // without a K split stages x·gamma while it sums x² and scales its results (one pass over x, one
 // barrier less); 0: the sum of squares first, then x scaled as it is staged.
 constexpr int kGemvLateNorm = 1;
+// A mask of the K-quants read as unit pairs, 8 lanes a row (launch_geometry.h; quantized x only):
+// 1 q4_K, 2 q6_K, 3 both; one scale decode per 64 elements and exact steps at every Qwen3 width
+// (docs/PERF.md, "q4_K sub-block pairs"); 0: 16-byte units, 32 lanes a row. Measured on the
+// H200 (stop 18): 4b tg128 +12 %, 14b +7 %, 0.6b -3 % (whose GEMVs but the logits are < 4 MiB).
+constexpr int kGemvPairs = 3;
+constexpr int kGemvPairsMinMib = 4;
 constexpr int kGemmBm = 128, kGemmBn = 64, kGemmTm = 8, kGemmTn = 4;
 // Prefill GEMM on the tensor cores (tf32 mma.sync; 1, the default: pp512 on the H200 +22..26 %,
 // --validate within 3e-3 on 0.6b and 4b; docs/PERF.md) or f32 FMAs (0).
@@ -238,7 +244,18 @@ class Lowerer {
     std::vector<std::string> types, rows;
     const int r = static_cast<int>(TuningOverride("JLLM_GEMV_R", kGemvRows));
     const int nw = static_cast<int>(TuningOverride("JLLM_GEMV_NW", kGemvWarps, 1, /*max=*/32));
+    const int x_planes = GemvActivationPlanes();
+    // Pairs read quantized x only (their dots have no f32 form), and only in GEMVs of at least
+    // kGemvPairsMinMib of weights: on smaller ones their longer x staging costs more than the
+    // issue slots they save (0.6b's 2–4 MiB matrices, docs/PERF.md).
+    int64_t group_bytes = 0;
+    for (ir::WeightId id : members) group_bytes += DeviceBytes(W(id));
+    const int64_t pairs_min = TuningOverride("JLLM_GEMV_PAIRS_MIN_MIB", kGemvPairsMinMib, /*min=*/0, /*max=*/1 << 20) << 20;
+    const int pairs = x_planes > 0 && group_bytes >= pairs_min
+                          ? static_cast<int>(TuningOverride("JLLM_GEMV_PAIRS", kGemvPairs, /*min=*/0, /*max=*/3))
+                          : 0;
     int64_t row_groups = 0, total_rows = 0, weight_bytes = 0, slots = 0;
+    bool any_pairs = false;  // a member read as pairs (the label says so)
     int stage_bytes = 0;  // a ring slot: one step of R rows of each matrix an item reads
     int max_split = kGemvMaxSplit;
     for (size_t m = 0; m < members.size(); ++m) {
@@ -247,15 +264,18 @@ class Lowerer {
       defs.push_back(D(absl::StrCat("JLLM_N", m), w.dim(1)));
       types.emplace_back(GgmlTypeName(w.type));
       rows.push_back(absl::StrCat(w.dim(1)));
-      if (!swiglu || m == 0) row_groups += geo::CeilDiv(w.dim(1), r);
+      const int type = static_cast<int>(w.type);
+      any_pairs = any_pairs || geo::GemvPairUnits(type, pairs);
+      if (!swiglu || m == 0) row_groups += geo::CeilDiv(w.dim(1), geo::GemvItemRows(type, pairs, r));
       bool new_type = true;
       for (size_t i = 0; i < m; ++i) new_type &= W(members[i]).type != w.type;
       if (new_type && (!swiglu || m == 0)) ++slots;
       if (!swiglu || m == 0) {
-        stage_bytes = std::max(stage_bytes, geo::GemvStageBytes(static_cast<int>(w.type), r, swiglu ? 2 : 1));
+        stage_bytes = std::max(stage_bytes, geo::GemvStageBytes(type, pairs, r, swiglu ? 2 : 1));
       }
-      // A split keeps at least one unit for every lane of a warp.
-      max_split = std::min<int>(max_split, std::max<int64_t>(1, k / 256 * geo::GemvUnits256(static_cast<int>(w.type)) / 32));
+      // A split keeps at least one unit for every lane of a row.
+      max_split = std::min<int>(
+          max_split, std::max<int64_t>(1, k / 256 * geo::GemvUnits256(type, pairs) / geo::GemvLanesPerRow(type, pairs)));
       total_rows += w.dim(1);
       weight_bytes += DeviceBytes(w);
     }
@@ -277,8 +297,8 @@ class Lowerer {
     defs.push_back(D("JLLM_SPREAD", TuningOverride("JLLM_GEMV_SPREAD", kGemvSpread, /*min=*/0, /*max=*/1) != 0));
     defs.push_back(
         D("JLLM_LATE_NORM", TuningOverride("JLLM_GEMV_LATE_NORM", kGemvLateNorm, /*min=*/0, /*max=*/1) != 0));
-    const int x_planes = GemvActivationPlanes();
     defs.push_back(D("JLLM_XPLANES", x_planes));
+    defs.push_back(D("JLLM_PAIRS", pairs));
     defs.push_back(D("JLLM_XSLOTS", slots));  // gemv.cu checks that it counts the same
     defs.push_back(D("JLLM_NORM", norm));
     defs.push_back(D("JLLM_RESIDUAL", residual.present()));
@@ -288,7 +308,7 @@ class Lowerer {
                                      "x", k, norm ? " +norm" : "", residual.present() ? " +residual" : "",
                                      swiglu ? " +swiglu" : "", ksplit > 1 ? absl::StrCat(" split", ksplit) : "",
                                      x_planes == 1 ? " x:i8" : x_planes == 2 ? " x:i16" : "",
-                                     ring > 0 ? absl::StrCat(" ring", ring) : ""),
+                                     ring > 0 ? absl::StrCat(" ring", ring) : "", any_pairs ? " pairs" : ""),
                         defs, 32 * nw);
     s.grid_x = row_groups * ksplit;  // at most one CTA an item
     s.persistent = true;
