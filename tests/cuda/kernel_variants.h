@@ -32,9 +32,11 @@ struct OpVariant {
 // split in two along K (a slot holds several rows, a warp's stream crosses splits and members),
 // the ring filled by 16-byte cp.async (the path before sm_90), and equal step ranges with
 // registers; the normed GEMVs with the RMS scale applied to x as it is staged, after a pass
-// that sums x² (the default through stop 17); q4_K and q6_K as unit pairs (8 lanes a row, x per
-// pair; the default on GEMVs of >= 4 MiB, which no op case reaches, so forced here) on the ring, in registers with every matrix split in two along K and int8 x, and on the
-// cp.async ring with whole items round-robin; the prefill GEMM on f32 FMAs.
+// that sums x² (the default through stop 17); q4_K and q6_K as unit pairs (8 lanes a row, x
+// per pair; the default on GEMVs of >= 4 MiB, which no op case reaches, so forced here) on the
+// ring, in registers with every matrix split in two along K and int8 x, and on the cp.async ring
+// with whole items round-robin; the prefill GEMM on f32 FMAs with 64-token tiles (the tile
+// through stop 17; the default is 128 on the tensor cores).
 inline std::vector<OpVariant> CudaKernelVariants() {
   return {
       {"registers_r1",
@@ -56,7 +58,7 @@ inline std::vector<OpVariant> CudaKernelVariants() {
       {"pairs_cpasync_roundrobin",
        {{"JLLM_GEMV_PAIRS", "3"}, {"JLLM_GEMV_PAIRS_MIN_MIB", "0"}, {"JLLM_GEMV_BULK", "0"}, {"JLLM_GEMV_SPREAD", "0"}},
        VariantCases::kGemvPairs},
-      {"gemm_fma", {{"JLLM_GEMM_MMA", "0"}}, VariantCases::kPrefill},
+      {"gemm_fma_bn64", {{"JLLM_GEMM_MMA", "0"}, {"JLLM_GEMM_BN", "64"}}, VariantCases::kPrefill},
   };
 }
 

@@ -42,7 +42,7 @@ static_assert(static_cast<int>(ir::KvDType::kF16) == 0 && static_cast<int>(ir::K
 // JLLM_GEMV_R, JLLM_GEMV_NW, JLLM_GEMV_DEPTH, JLLM_GEMV_MINB, JLLM_GEMV_ITEMS, JLLM_GEMV_KSPLIT,
 // JLLM_GEMV_X (lowering.h), JLLM_GEMV_RING (0 = registers), JLLM_GEMV_BULK, JLLM_GEMV_SPREAD,
 // JLLM_GEMV_LATE_NORM, JLLM_GEMV_PAIRS, JLLM_GEMV_PAIRS_MIN_MIB;
-// JLLM_GEMM_MMA, JLLM_PREFETCH (lowering.h); JLLM_ATTN_SPLITS, JLLM_ATTN_MINCHUNK,
+// JLLM_GEMM_MMA, JLLM_PREFETCH (lowering.h), JLLM_GEMM_BN; JLLM_ATTN_SPLITS, JLLM_ATTN_MINCHUNK,
 // JLLM_ATTN_NW (decode attention). A value that cannot be used is ignored with a warning.
 // GEMV (docs/PERF.md, "GEMV v3", "int16 activations", "shared-memory ring"): two rows (or the
 // same rows of gate and up) per warp item, their 16-byte steps staged through a ring of RING
@@ -76,7 +76,9 @@ constexpr int kGemvLateNorm = 1;
 // H200 (stop 18): 4b tg128 +12 %, 14b +7 %, 0.6b -3 % (whose GEMVs but the logits are < 4 MiB).
 constexpr int kGemvPairs = 3;
 constexpr int kGemvPairsMinMib = 4;
-constexpr int kGemmBm = 128, kGemmBn = 64, kGemmTm = 8, kGemmTn = 4;
+// Prefill GEMM tiles: BN 128 tokens per CTA since stop 18 (pp512 on the H200: 4b +30 %, 14b +19 %,
+// 0.6b +8 % over 64: each weight tile is dequantized for twice the tokens; 32 loses 40-50 %).
+constexpr int kGemmBm = 128, kGemmBn = 128, kGemmTm = 8, kGemmTn = 4;
 // Prefill GEMM on the tensor cores (tf32 mma.sync; 1, the default: pp512 on the H200 +22..26 %,
 // --validate within 3e-3 on 0.6b and 4b; docs/PERF.md) or f32 FMAs (0).
 constexpr int kGemmMma = 1;
@@ -339,17 +341,25 @@ class Lowerer {
     const ir::WeightRef& w = W(wid);
     const int64_t k = w.dim(0), n = w.dim(1);
     const bool mma = GemmTensorCores();
+    // Tokens per CTA: 32, 64 or 128 (gemm.cu's tiles: whole warps of 32 x 32 outputs, and the
+    // W tile's 8-column groups a whole number per thread).
+    int bn = static_cast<int>(TuningOverride("JLLM_GEMM_BN", kGemmBn, /*min=*/32, /*max=*/128));
+    if (bn % 32 != 0) {
+      WarnIgnored("JLLM_GEMM_BN", std::getenv("JLLM_GEMM_BN"), "32, 64 or 128", kGemmBn);
+      bn = kGemmBn;
+    }
     KernelSpec s = Base("gemm.cu", "gemm",
                         absl::StrCat("gemm ", Sv(GgmlTypeName(w.type)), " ", n, "x", k,
-                                     residual.present() ? " +residual" : "", mma ? " mma" : ""),
+                                     residual.present() ? " +residual" : "", mma ? " mma" : "",
+                                     bn != kGemmBn ? absl::StrCat(" bn", bn) : ""),
                         {D("JLLM_TYPE", static_cast<int>(w.type)), D("JLLM_K", k), D("JLLM_N", n),
-                         D("JLLM_BM", kGemmBm), D("JLLM_BN", kGemmBn), D("JLLM_TM", kGemmTm),
+                         D("JLLM_BM", kGemmBm), D("JLLM_BN", bn), D("JLLM_TM", kGemmTm),
                          D("JLLM_TN", kGemmTn), D("JLLM_RESIDUAL", residual.present()), D("JLLM_MMA", mma)},
-                        (kGemmBm / kGemmTm) * (kGemmBn / kGemmTn));
+                        (kGemmBm / kGemmTm) * (bn / kGemmTn));
     s.grid_x = geo::CeilDiv(n, kGemmBm);
     s.token_dim = 2;
-    s.token_tile = kGemmBn;
-    s.smem = geo::GemmSmemBytes(kGemmBm, kGemmBn, mma);
+    s.token_tile = bn;
+    s.smem = geo::GemmSmemBytes(kGemmBm, bn, mma);
     s.weight_bytes = DeviceBytes(w);
     s.bytes_per_token = (k + n + (residual.present() ? n : 0)) * 4;
     s.flops_per_token = 2 * n * k;
