@@ -213,8 +213,9 @@ __device__ __forceinline__ float QuantizeRun16(const float (&v)[16], float amax,
 
 // Member kM's share of staging the run of 16 at e (live: e is one of the staged columns): in
 // runs of 16 with their own scale (amax), or per pair, whose scale (the max over the pair's four
-// runs, lanes 4i..4i+3) and sub-block sums come from the neighbouring lanes — every lane of the
-// warp takes part. Templated on kM so that a member's other form is never instantiated.
+// runs, lanes l, l ^ 1, l ^ kMateXor, l ^ 1 ^ kMateXor: weight_types.cuh) and run sums come from
+// those lanes — every lane of the warp takes part. Templated on kM so that a member's other form
+// is never instantiated.
 template <int kM>
 __device__ __forceinline__ void StageXqOf(const float (&v)[16], float amax, bool live, int e, float4* xs) {
   if constexpr (StagesRunXq<kM>()) {

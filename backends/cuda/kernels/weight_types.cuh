@@ -187,6 +187,16 @@ struct WType<lay::kQ4_K> : KQuant45Dots<WType<lay::kQ4_K>> {
 template <int kP>
 __device__ __forceinline__ uint4 PairX(const uint4* slot, int a, int u) { return slot[a * kP + u]; }
 
+// Run i (0..3) of pair p, quantized: q (the high plane, or the only one), q_lo (the low plane).
+template <int kP, int kPlanes>
+__device__ __forceinline__ void StagePairRun(uint4* slot, int p, int i, uint4 q, uint4 q_lo) {
+  slot[i * kP + p] = q;
+  if constexpr (kPlanes == 2) slot[(4 + i) * kP + p] = q_lo;
+}
+// The uint4 array of the pair meta (after the runs).
+template <int kPlanes>
+constexpr int PairMetaArray() { return kPlanes == 2 ? 8 : 4; }
+
 // Σ code·xq over the four runs of a pair for one plane of x (codes as 16 words of bytes: runs R0
 // R1 R2 R3 of four words each); kHiU8: R2 and R3 are unsigned bytes (q4_K's high nibbles in
 // place, 16·q).
@@ -240,11 +250,10 @@ struct WType<jllm::cuda::geometry::kGemvQ4KPairs> {
   template <int kP, int kPlanes>
   __device__ static void StageRun(uint4* slot, int e, uint4 q, uint4 q_lo, float d, const int (&sums)[4]) {
     const int p = PairOf(e), i = RunOf(e);
-    slot[i * kP + p] = q;
-    if constexpr (kPlanes == 2) slot[(4 + i) * kP + p] = q_lo;
+    StagePairRun<kP, kPlanes>(slot, p, i, q, q_lo);
     if (i == 0) {
-      slot[(kPlanes == 2 ? 8 : 4) * kP + p] = make_uint4(__float_as_uint(d), static_cast<jllm_u32>(sums[0] + sums[1]),
-                                                         static_cast<jllm_u32>(sums[2] + sums[3]), 0u);
+      slot[PairMetaArray<kPlanes>() * kP + p] = make_uint4(
+          __float_as_uint(d), static_cast<jllm_u32>(sums[0] + sums[1]), static_cast<jllm_u32>(sums[2] + sums[3]), 0u);
     }
   }
   template <int kK, int kPlanes>
@@ -262,7 +271,7 @@ struct WType<jllm::cuda::geometry::kGemvQ4KPairs> {
     const int p_lo = p[0] + p[1], p_hi = (p[2] + p[3]) >> 4;  // exact: a multiple of 16
     int sc_lo, m_lo, sc_hi, m_hi;
     KScalesPair(f.hdr.y, f.hdr.z, f.hdr.w, u & 3, sc_lo, m_lo, sc_hi, m_hi);
-    const uint4 meta = PairX<kP>(slot, kPlanes == 2 ? 8 : 4, u);
+    const uint4 meta = PairX<kP>(slot, PairMetaArray<kPlanes>(), u);
     const int s = sc_lo * p_lo + sc_hi * p_hi;
     const int m = m_lo * static_cast<int>(meta.y) + m_hi * static_cast<int>(meta.z);
     const float d = jllm_half_to_float(static_cast<jllm_u16>(f.hdr.x & 0xFFFFu));
@@ -301,12 +310,11 @@ struct WType<jllm::cuda::geometry::kGemvQ6KPairs> {
   template <int kP, int kPlanes>
   __device__ static void StageRun(uint4* slot, int e, uint4 q, uint4 q_lo, float d, const int (&sums)[4]) {
     const int p = PairOf(e), i = RunOf(e);
-    slot[i * kP + p] = q;
-    if constexpr (kPlanes == 2) slot[(4 + i) * kP + p] = q_lo;
+    StagePairRun<kP, kPlanes>(slot, p, i, q, q_lo);
     if (i == 0) {
-      slot[(kPlanes == 2 ? 8 : 4) * kP + p] = make_uint4(static_cast<jllm_u32>(sums[0]), static_cast<jllm_u32>(sums[1]),
-                                                         static_cast<jllm_u32>(sums[2]), static_cast<jllm_u32>(sums[3]));
-      reinterpret_cast<float*>(slot + (kPlanes == 2 ? 9 : 5) * kP)[p] = d;
+      slot[PairMetaArray<kPlanes>() * kP + p] = make_uint4(static_cast<jllm_u32>(sums[0]), static_cast<jllm_u32>(sums[1]),
+                                                           static_cast<jllm_u32>(sums[2]), static_cast<jllm_u32>(sums[3]));
+      reinterpret_cast<float*>(slot + (PairMetaArray<kPlanes>() + 1) * kP)[p] = d;
     }
   }
   // `row` is needed for the d value at the row tail (read through L1).
@@ -325,7 +333,7 @@ struct WType<jllm::cuda::geometry::kGemvQ6KPairs> {
     }
     int p[4];
     PairDots<kP, kPlanes, false>(c, slot, u, p);
-    const uint4 meta = PairX<kP>(slot, kPlanes == 2 ? 8 : 4, u);
+    const uint4 meta = PairX<kP>(slot, PairMetaArray<kPlanes>(), u);
     const int qs[4] = {static_cast<int>(meta.x), static_cast<int>(meta.y), static_cast<int>(meta.z),
                        static_cast<int>(meta.w)};
     const jllm_u32 sw[2] = {f.sc_a >> (16 * up), f.sc_b >> (16 * up)};
@@ -335,7 +343,7 @@ struct WType<jllm::cuda::geometry::kGemvQ6KPairs> {
       const int sc = static_cast<jllm_i8>((sw[k >> 1] >> (8 * (k & 1))) & 0xFF);
       s += static_cast<long long>(sc) * (p[k] - 32 * qs[k]);  // |p - 32·Q| <= 16·32·kX16Max
     }
-    const float dx = reinterpret_cast<const float*>(slot + (kPlanes == 2 ? 9 : 5) * kP)[u];
+    const float dx = reinterpret_cast<const float*>(slot + (PairMetaArray<kPlanes>() + 1) * kP)[u];
     const float d = jllm_half_to_float(jllm_load_u16(row + lay::TailOffset(lay::kQ6_K, kK) + 2 * (u >> 2)));
     return dx * d * static_cast<float>(s);
   }
