@@ -344,7 +344,7 @@ class Lowerer {
     // Tokens per CTA: 32, 64 or 128 (gemm.cu's tiles: whole warps of 32 x 32 outputs, and the
     // W tile's 8-column groups a whole number per thread).
     int bn = static_cast<int>(TuningOverride("JLLM_GEMM_BN", kGemmBn, /*min=*/32, /*max=*/128));
-    if (bn % 32 != 0) {
+    if (bn != 32 && bn != 64 && bn != 128) {  // 96 would leave gemm.cu's W tile uneven across threads
       WarnIgnored("JLLM_GEMM_BN", std::getenv("JLLM_GEMM_BN"), "32, 64 or 128", kGemmBn);
       bn = kGemmBn;
     }
