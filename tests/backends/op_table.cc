@@ -52,7 +52,8 @@ constexpr double kMatMulNmse = 1e-11;
 constexpr double kKQuantMatMulNmse = 1e-10;
 constexpr double kX8MatMulNmse = 1e-4;
 constexpr double kX16MatMulNmse = 5e-9;
-// tf32 operands (the CUDA prefill GEMM on the tensor cores): each rounded to 10 mantissa bits,
+// tf32 operands (the CUDA prefill GEMM on the tensor cores; gemm_f16.cu's f16 weights have the
+// same 10 bits, and its x split in hi and lo f16 more): each rounded to 10 mantissa bits,
 // relative error uniform in ±2^-11, so a product's relative error has variance ~2/3·2^-22 and
 // a sum of products with random signs an NMSE of about that, 1.6e-7; the bound leaves 6×.
 constexpr double kTf32MatMulNmse = 1e-6;
@@ -180,6 +181,10 @@ void MatMulCases(std::vector<OpCase>& cases) {
   }
   // A long row: the decode GEMV's staged x and ring then need more than 48 KiB of shared memory.
   params.push_back({GgmlType::kQ4_K, {9728, 64, 1}, true, true, false});
+  // A prefill of more tokens than a GEMM tile holds (32..128), rows that end inside a tile, and
+  // 8 super-blocks along K (q6_K's d values are 8 to a 16-byte chunk of the row's tail).
+  params.push_back({GgmlType::kQ6_K, {2048, 144, 40}, false, true, false});
+  params.push_back({GgmlType::kQ4_K, {2048, 144, 40}, false, false, false});
   params.push_back({GgmlType::kQ8_0, {256, 1000, 3}, false, false, true});
   params.push_back({GgmlType::kQ8_0, {256, 1000, 1}, false, false, true});
   params.push_back({GgmlType::kQ6_K, {512, 333, 1}, false, false, true});

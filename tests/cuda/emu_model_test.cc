@@ -87,7 +87,7 @@ void CheckLockstepWithCpuRef(bool passes_on) {
   greedy.temperature = 0;
   auto report = runtime::ValidateLockstep(*cpu, *gpu, prompt, 6, greedy);
   ASSERT_TRUE(report.ok()) << report.status();
-  if (!GemmTensorCores()) {  // else the prefill GEMM rounds to tf32: validate's bound (below)
+  if (!GemmTensorCores()) {  // else the prefill GEMM rounds to 10 mantissa bits: validate's bound
     for (const auto& s : report->steps) {
       EXPECT_LT(s.relative, 1e-4) << "position " << s.position;  // same f32 arithmetic, other order
     }

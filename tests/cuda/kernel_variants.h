@@ -25,8 +25,8 @@ struct OpVariant {
 };
 
 // The defaults (two rows per item through a ring of three shared-memory slots per warp — bulk
-// copies on sm_90 and in the emulation —, equal step ranges per warp, tf32 tensor cores in the
-// prefill GEMM) are the tests' plain runs. Here: the GEMV with its steps in registers, one row
+// copies on sm_90 and in the emulation —, equal step ranges per warp, the prefill GEMM on the
+// tensor cores) are the tests' plain runs. Here: the GEMV with its steps in registers, one row
 // per item and whole items dealt round-robin (the default through stop 16, and the kernel
 // without shared memory); for the groups, two slots with three rows per item and every matrix
 // split in two along K (a slot holds several rows, a warp's stream crosses splits and members),
@@ -36,7 +36,9 @@ struct OpVariant {
 // per pair; the default on GEMVs of >= 4 MiB, which no op case reaches, so forced here) on the
 // ring, in registers with every matrix split in two along K and int8 x, and on the cp.async ring
 // with whole items round-robin; the prefill GEMM on f32 FMAs with 64-token tiles (the tile
-// through stop 17; the default is 128 on the tensor cores).
+// through stop 17), on the tf32 tensor cores for every type (the default through stop 18; the
+// default now reads the K-quants and q8_0 as raw quant tiles on the f16 tensor cores, gemm_f16.cu,
+// 128 rows a CTA with x as hi and lo), and gemm_f16.cu with 64 x 32 tiles and x as hi only.
 inline std::vector<OpVariant> CudaKernelVariants() {
   return {
       {"registers_r1",
@@ -59,6 +61,10 @@ inline std::vector<OpVariant> CudaKernelVariants() {
        {{"JLLM_GEMV_PAIRS", "3"}, {"JLLM_GEMV_PAIRS_MIN_MIB", "0"}, {"JLLM_GEMV_BULK", "0"}, {"JLLM_GEMV_SPREAD", "0"}},
        VariantCases::kGemvPairs},
       {"gemm_fma_bn64", {{"JLLM_GEMM_MMA", "0"}, {"JLLM_GEMM_BN", "64"}}, VariantCases::kPrefill},
+      {"gemm_tf32", {{"JLLM_GEMM_MMA", "1"}}, VariantCases::kPrefill},
+      {"gemm_f16_bm64_bn32_x1",
+       {{"JLLM_GEMM_MMA", "2"}, {"JLLM_GEMM_BM", "64"}, {"JLLM_GEMM_BN", "32"}, {"JLLM_GEMM_XSPLIT", "0"}},
+       VariantCases::kPrefill},
   };
 }
 

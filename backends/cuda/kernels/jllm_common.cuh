@@ -390,6 +390,51 @@ __device__ __forceinline__ void jllm_mma_tf32_16x8x8(float (&c)[4], const jllm_u
 #endif
 }
 
+// f16 tensor cores (sm_80 mma.sync m16n8k16, f32 accumulate), for the prefill GEMM of
+// quantized weights. Two f32 -> one register of two f16 (lo in the low half), rounded to
+// nearest even (cvt.rn.f16x2.f32).
+__device__ __forceinline__ jllm_u32 jllm_pack_half2(float lo, float hi) {
+#if defined(JLLM_EMULATE)
+  return jllm_u32{emu_float_to_half(lo)} | (jllm_u32{emu_float_to_half(hi)} << 16);
+#else
+  jllm_u32 r;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+#endif
+}
+
+// Four 8x8 matrices of 16-bit elements from shared memory, one register each: lanes 8i..8i+7
+// give the row addresses (16-byte aligned) of matrix i; lane l receives, of every matrix, row
+// l / 4, elements 2 (l % 4) and 2 (l % 4) + 1.
+__device__ __forceinline__ void jllm_ldmatrix_x4(jllm_u32 (&r)[4], const void* row) {
+#if defined(JLLM_EMULATE)
+  emu_ldmatrix_x4(r, row);
+#else
+  asm volatile(
+      "{\n\t.reg .u64 a;\n\t.reg .u32 s;\n\tcvta.to.shared.u64 a, %4;\n\tcvt.u32.u64 s, a;\n\t"
+      "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [s];\n\t}"
+      : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+      : "l"(row)
+      : "memory");
+#endif
+}
+
+// c += A·B for one warp: A 16x16 (row-major), B 16x8 (column-major), f16 in, f32 accumulate.
+// Fragments (g = lane / 4, t = lane % 4; each register two elements, the lower k in the low
+// half): a = A[g][2t..], A[g+8][2t..], A[g][2t+8..], A[g+8][2t+8..]; b = B[2t..][g],
+// B[2t+8..][g]; c as in jllm_mma_tf32_16x8x8.
+__device__ __forceinline__ void jllm_mma_f16_16x8x16(float (&c)[4], const jllm_u32 (&a)[4], const jllm_u32 (&b)[2]) {
+#if defined(JLLM_EMULATE)
+  emu_mma_f16_16x8x16(c, a, b);
+#else
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+}
+
 // ---- warp and block reductions ---------------------------------------------------------------
 
 __device__ __forceinline__ float jllm_warp_sum(float v) {

@@ -65,6 +65,26 @@ constexpr int GemmSmemBytes(int bm, int bn, bool mma) {
   return kGemmBk * ((bm + GemmPad(mma)) + (bn + GemmPad(mma))) * 4;
 }
 
+// gemm_f16.cu (the K-quants and q8_0): per 256 columns a CTA copies its BM rows' raw quant
+// bytes into shared memory (the block bodies, plus for the types with a scale tail the 16-byte
+// chunk of the tail holding their d values), two such stages in flight; x goes in as f16, 32
+// columns at a time (hi and lo tiles with JLLM_XSPLIT), double-buffered. A raw row's pitch is
+// an odd number of 16-byte chunks, so the 8 rows a fragment reads (g = lane / 4) start in 8
+// different groups of 4 banks.
+inline constexpr int kGemmF16XPitch = 40;  // halves per token row of the x tile: 32 + 8 (ldmatrix rows on distinct banks)
+constexpr bool GemmF16Supported(int type) {
+  return type == layout::kQ4_K || type == layout::kQ5_K || type == layout::kQ6_K || type == layout::kQ8_0;
+}
+// Bytes of block bodies per 256 elements of a row.
+constexpr int GemmRawBodyBytes(int type) { return type == layout::kQ8_0 ? 8 * layout::BodyBytes(type) : layout::BodyBytes(type); }
+constexpr int GemmRawBodyChunks(int type) { return GemmRawBodyBytes(type) / 16; }
+constexpr int GemmRawChunks(int type) { return GemmRawBodyChunks(type) + (layout::HasScaleTail(type) ? 1 : 0); }
+constexpr int GemmRawPitch(int type) { return 16 * (GemmRawChunks(type) | 1); }
+// x_parts: 1, or 2 with x split into hi and lo f16 tiles.
+constexpr int GemmF16SmemBytes(int type, int bm, int bn, int x_parts) {
+  return 2 * bm * GemmRawPitch(type) + 2 * x_parts * bn * kGemmF16XPitch * 2;
+}
+
 // attention_decode.cu: one CTA per (kv head, split); partials of [D] acc + max + sum per head.
 constexpr int AttentionPartialFloats(int head_dim) { return head_dim + 2; }
 

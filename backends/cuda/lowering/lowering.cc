@@ -42,8 +42,8 @@ static_assert(static_cast<int>(ir::KvDType::kF16) == 0 && static_cast<int>(ir::K
 // JLLM_GEMV_R, JLLM_GEMV_NW, JLLM_GEMV_DEPTH, JLLM_GEMV_MINB, JLLM_GEMV_ITEMS, JLLM_GEMV_KSPLIT,
 // JLLM_GEMV_X (lowering.h), JLLM_GEMV_RING (0 = registers), JLLM_GEMV_BULK, JLLM_GEMV_SPREAD,
 // JLLM_GEMV_LATE_NORM, JLLM_GEMV_PAIRS, JLLM_GEMV_PAIRS_MIN_MIB;
-// JLLM_GEMM_MMA, JLLM_PREFETCH (lowering.h), JLLM_GEMM_BN; JLLM_ATTN_SPLITS, JLLM_ATTN_MINCHUNK,
-// JLLM_ATTN_NW (decode attention). A value that cannot be used is ignored with a warning.
+// JLLM_GEMM_MMA, JLLM_PREFETCH (lowering.h), JLLM_GEMM_BN, JLLM_GEMM_BM, JLLM_GEMM_XSPLIT;
+// JLLM_ATTN_SPLITS, JLLM_ATTN_MINCHUNK, JLLM_ATTN_NW (decode attention). A value that cannot be used is ignored with a warning.
 // GEMV (docs/PERF.md, "GEMV v3", "int16 activations", "shared-memory ring"): two rows (or the
 // same rows of gate and up) per warp item, their 16-byte steps staged through a ring of RING
 // shared-memory slots per warp (bulk copies on sm_90, cp.async before), registers capped for
@@ -79,9 +79,19 @@ constexpr int kGemvPairsMinMib = 4;
 // Prefill GEMM tiles: BN 128 tokens per CTA since stop 18 (pp512 on the H200: 4b +30 %, 14b +19 %,
 // 0.6b +8 % over 64: each weight tile is dequantized for twice the tokens; 32 loses 40-50 %).
 constexpr int kGemmBm = 128, kGemmBn = 128, kGemmTm = 8, kGemmTn = 4;
-// Prefill GEMM on the tensor cores (tf32 mma.sync; 1, the default: pp512 on the H200 +22..26 %,
-// --validate within 3e-3 on 0.6b and 4b; docs/PERF.md) or f32 FMAs (0).
-constexpr int kGemmMma = 1;
+// Prefill GEMM: 2, the default since stop 19, the K-quants and q8_0 through gemm_f16.cu (raw
+// quant tiles by cp.async, f16 mma.sync; pp512 on the H200 4b 3,069 -> 7,271, 14b 851 -> 2,720,
+// 0.6b 11,714 -> 28,579; docs/PERF.md), other types as 1; 1 tf32 mma.sync from dequantized tiles
+// (gemm.cu; the default through stop 18); 0 f32 FMAs.
+constexpr int kGemmMma = 2;
+// gemm_f16.cu's weight rows per CTA (16 per warp): 64 or 128 (128: pp512 on the H200 4b +24 %,
+// 14b +21 % over 64). x split into hi and lo f16 (1) or f16 only (0: 4b +25 % faster, but 14b's
+// --validate 5.2e-3, over the bound; gemm_f16.cu says why). Without JLLM_GEMM_BN its tokens per
+// CTA are 128 where a chunk of kGemmFillTokens fills kGemmFillCtas CTAs with them, else 64 (more
+// CTAs for the narrow matrices: 4b +11 %, 14b +5 %, 0.6b +33 % over 128 everywhere).
+constexpr int kGemmF16Bm = 128;
+constexpr int kGemmXSplit = 1;
+constexpr int kGemmFillTokens = 512, kGemmFillCtas = 2 * 132;
 // Decode head_ops and attention prefetch the next GEMVs' weights into L2 (1) or not (0, the
 // default: measured slower on the H200, 4b tg128 -4 %, 14b -6 %, 4b @ d8192 -3 %; docs/PERF.md).
 constexpr int kPrefetch = 0;
@@ -131,7 +141,8 @@ int GemvActivationPlanes() {
   return kGemvActivationPlanes;
 }
 
-bool GemmTensorCores() { return TuningOverride("JLLM_GEMM_MMA", kGemmMma, /*min=*/0, /*max=*/1) != 0; }
+int GemmMode() { return static_cast<int>(TuningOverride("JLLM_GEMM_MMA", kGemmMma, /*min=*/0, /*max=*/2)); }
+bool GemmTensorCores() { return GemmMode() != 0; }
 
 bool Prefetching() { return TuningOverride("JLLM_PREFETCH", kPrefetch, /*min=*/0, /*max=*/1) != 0; }
 
@@ -337,29 +348,55 @@ class Lowerer {
     return l;
   }
 
+  // The prefill GEMM of one matrix: gemm.cu (f32 FMAs or tf32 MMAs, BM 128), or gemm_f16.cu
+  // (JLLM_GEMM_MMA 2, K-quants and q8_0; BM from JLLM_GEMM_BM, 16 rows a warp). Tokens per CTA:
+  // 32, 64 or 128 (gemm.cu's tiles are whole warps of 32 x 32 outputs, with the W tile's
+  // 8-column groups a whole number per thread; gemm_f16.cu's x tile whole float4 per thread).
   Launch Gemm(ir::WeightId wid, Operand x, Operand residual, Operand y) {
     const ir::WeightRef& w = W(wid);
     const int64_t k = w.dim(0), n = w.dim(1);
-    const bool mma = GemmTensorCores();
-    // Tokens per CTA: 32, 64 or 128 (gemm.cu's tiles: whole warps of 32 x 32 outputs, and the
-    // W tile's 8-column groups a whole number per thread).
-    int bn = static_cast<int>(TuningOverride("JLLM_GEMM_BN", kGemmBn, /*min=*/32, /*max=*/128));
-    if (bn != 32 && bn != 64 && bn != 128) {  // 96 would leave gemm.cu's W tile uneven across threads
-      WarnIgnored("JLLM_GEMM_BN", std::getenv("JLLM_GEMM_BN"), "32, 64 or 128", kGemmBn);
-      bn = kGemmBn;
+    const int type = static_cast<int>(w.type);
+    const int mode = GemmMode();
+    const bool f16 = mode == 2 && geo::GemmF16Supported(type);
+    int bm = f16 ? static_cast<int>(TuningOverride("JLLM_GEMM_BM", kGemmF16Bm, /*min=*/64, /*max=*/128)) : kGemmBm;
+    if (bm != 64 && bm != 128) {
+      WarnIgnored("JLLM_GEMM_BM", std::getenv("JLLM_GEMM_BM"), "64 or 128", kGemmF16Bm);
+      bm = kGemmF16Bm;
     }
-    KernelSpec s = Base("gemm.cu", "gemm",
-                        absl::StrCat("gemm ", Sv(GgmlTypeName(w.type)), " ", n, "x", k,
-                                     residual.present() ? " +residual" : "", mma ? " mma" : "",
-                                     bn != kGemmBn ? absl::StrCat(" bn", bn) : ""),
-                        {D("JLLM_TYPE", static_cast<int>(w.type)), D("JLLM_K", k), D("JLLM_N", n),
-                         D("JLLM_BM", kGemmBm), D("JLLM_BN", bn), D("JLLM_TM", kGemmTm),
-                         D("JLLM_TN", kGemmTn), D("JLLM_RESIDUAL", residual.present()), D("JLLM_MMA", mma)},
-                        (kGemmBm / kGemmTm) * (bn / kGemmTn));
-    s.grid_x = geo::CeilDiv(n, kGemmBm);
+    const int64_t fill_bn = f16 && geo::CeilDiv(n, bm) * geo::CeilDiv(kGemmFillTokens, 128) < kGemmFillCtas ? 64 : kGemmBn;
+    int bn = static_cast<int>(TuningOverride("JLLM_GEMM_BN", fill_bn, /*min=*/32, /*max=*/128));
+    if (bn != 32 && bn != 64 && bn != 128) {  // 96 would leave gemm.cu's W tile uneven across threads
+      WarnIgnored("JLLM_GEMM_BN", std::getenv("JLLM_GEMM_BN"), "32, 64 or 128", fill_bn);
+      bn = static_cast<int>(fill_bn);
+    }
+    const std::string name = absl::StrCat("gemm ", Sv(GgmlTypeName(w.type)), " ", n, "x", k,
+                                          residual.present() ? " +residual" : "");
+    KernelSpec s;
+    if (f16) {
+      // 0 none, 1 every matrix, 2 those adding a residual (attention output, down), 3 the others.
+      const int64_t xsplit = TuningOverride("JLLM_GEMM_XSPLIT", kGemmXSplit, /*min=*/0, /*max=*/3);
+      const bool split = xsplit == 1 || (xsplit == 2 && residual.present()) || (xsplit == 3 && !residual.present());
+      s = Base("gemm_f16.cu", "gemm_f16",
+               absl::StrCat(name, split ? " f16x2" : " f16", bn != fill_bn ? absl::StrCat(" bn", bn) : "",
+                            bm != kGemmF16Bm ? absl::StrCat(" bm", bm) : ""),
+               {D("JLLM_TYPE", type), D("JLLM_K", k), D("JLLM_N", n), D("JLLM_BM", bm), D("JLLM_BN", bn),
+                D("JLLM_RESIDUAL", residual.present()), D("JLLM_XSPLIT", split)},
+               bm / 16 * 32);
+      s.grid_x = geo::CeilDiv(n, bm);
+      s.smem = geo::GemmF16SmemBytes(type, bm, bn, split ? 2 : 1);
+    } else {
+      const std::string tile = bn != kGemmBn ? absl::StrCat(" bn", bn) : "";
+      const bool mma = mode != 0;
+      s = Base("gemm.cu", "gemm", absl::StrCat(name, mma ? " mma" : "", tile),
+               {D("JLLM_TYPE", type), D("JLLM_K", k), D("JLLM_N", n), D("JLLM_BM", kGemmBm), D("JLLM_BN", bn),
+                D("JLLM_TM", kGemmTm), D("JLLM_TN", kGemmTn), D("JLLM_RESIDUAL", residual.present()),
+                D("JLLM_MMA", mma)},
+               (kGemmBm / kGemmTm) * (bn / kGemmTn));
+      s.grid_x = geo::CeilDiv(n, kGemmBm);
+      s.smem = geo::GemmSmemBytes(kGemmBm, bn, mma);
+    }
     s.token_dim = 2;
     s.token_tile = bn;
-    s.smem = geo::GemmSmemBytes(kGemmBm, bn, mma);
     s.weight_bytes = DeviceBytes(w);
     s.bytes_per_token = (k + n + (residual.present() ? n : 0)) * 4;
     s.flops_per_token = 2 * n * k;

@@ -101,8 +101,11 @@ absl::StatusOr<LoweredGraph> LowerGraph(const ir::Graph& graph);
 // bound) or "f32" (0). Other types always read f32. docs/PERF.md has the A/B.
 int GemvActivationPlanes();
 
-// Whether the prefill GEMMs run on the tensor cores (tf32 mma.sync, relative error ~2^-11 per
-// operand), from JLLM_GEMM_MMA at lowering (1, the default; 0 is f32 FMAs).
+// How the prefill GEMMs multiply, from JLLM_GEMM_MMA at lowering: 0 f32 FMAs, 1 tf32 mma.sync,
+// 2 (the default) f16 mma.sync from raw quant tiles for the K-quants and q8_0 (gemm_f16.cu;
+// other types as 1). Whether they run on the tensor cores: operands rounded to 10 mantissa
+// bits either way, relative error ~2^-11 each.
+int GemmMode();
 bool GemmTensorCores();
 
 // Whether the decode head_ops and attention launches prefetch the weights of the GEMVs after

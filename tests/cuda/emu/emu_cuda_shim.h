@@ -32,6 +32,7 @@ struct float4 { float x, y, z, w; };
 struct float2 { float x, y; };
 struct dim3 { unsigned x = 1, y = 1, z = 1; };
 inline uint4 make_uint4(unsigned a, unsigned b, unsigned c, unsigned d) { return {a, b, c, d}; }
+inline uint2 make_uint2(unsigned a, unsigned b) { return {a, b}; }
 inline float4 make_float4(float a, float b, float c, float d) { return {a, b, c, d}; }
 inline float2 make_float2(float a, float b) { return {a, b}; }
 
@@ -227,6 +228,45 @@ inline uint16_t emu_float_to_half(float f) {
   const uint32_t rest = mant & 0x1FFFu;
   if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;
   return uint16_t(sign | h);
+}
+
+// ---- tensor-core fragments (f16) -----------------------------------------------------------
+// ldmatrix .x4 (jllm_common.cuh): the lanes' row addresses are gathered, and each lane reads
+// its two elements of row lane / 4 of every matrix.
+inline void emu_ldmatrix_x4(unsigned (&r)[4], const void* row) {
+  emu_check_aligned(row, 16);
+  uint64_t rows[32];
+  emu_warp_gather(reinterpret_cast<uintptr_t>(row), rows);
+  const int lane = threadIdx.x & 31;
+  for (int i = 0; i < 4; ++i) {
+    std::memcpy(&r[i], reinterpret_cast<const unsigned char*>(rows[8 * i + lane / 4]) + 4 * (lane % 4), 4);
+  }
+  __syncwarp();  // no lane writes the rows before every lane has read them
+}
+
+// mma.sync m16n8k16 f16 (jllm_common.cuh gives the fragment layout): each lane adds its four
+// elements of A·B, the products exact in f32 (11 x 11 significant bits), summed over k in order.
+inline void emu_mma_f16_16x8x16(float (&c)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+  uint64_t a01[32], a23[32], b01[32];
+  emu_warp_gather(a[0] | (uint64_t{a[1]} << 32), a01);
+  emu_warp_gather(a[2] | (uint64_t{a[3]} << 32), a23);
+  emu_warp_gather(b[0] | (uint64_t{b[1]} << 32), b01);
+  auto h = [](uint64_t w, int reg, int k) {  // element k & 1 of register reg (0/1) of a pair
+    return emu_half_to_float(static_cast<uint16_t>(w >> (32 * reg + 16 * (k & 1))));
+  };
+  // A[r][k]: lane (r % 8) * 4 + (k % 8) / 2, register (r >= 8) + 2 (k >= 8).
+  auto A = [&](int r, int k) {
+    const int lane = (r % 8) * 4 + (k % 8) / 2;
+    return h(k < 8 ? a01[lane] : a23[lane], r >= 8, k);
+  };
+  auto B = [&](int k, int n) { return h(b01[n * 4 + (k % 8) / 2], k >= 8, k); };
+  const int lane = threadIdx.x & 31, g = lane / 4, t = lane % 4;
+  for (int e = 0; e < 4; ++e) {
+    const int r = g + (e >= 2 ? 8 : 0), n = 2 * t + (e & 1);
+    float sum = 0.f;
+    for (int k = 0; k < 16; ++k) sum += A(r, k) * B(k, n);
+    c[e] += sum;
+  }
 }
 
 // ---- the launch ----------------------------------------------------------------------------
