@@ -20,7 +20,8 @@
 // 65,504 would overflow, which Qwen3's matmul inputs (normed, or SwiGLU of normed) do not reach.
 // Rows past N and tokens past T read row N - 1 and token T - 1 and are not stored.
 //
-// Constants (-D): JLLM_TYPE, JLLM_K, JLLM_N, JLLM_BM, JLLM_BN, JLLM_RESIDUAL, JLLM_XSPLIT.
+// Constants (-D): JLLM_TYPE, JLLM_K, JLLM_N, JLLM_BM, JLLM_BN, JLLM_RESIDUAL, JLLM_XSPLIT,
+// JLLM_MINB (CTAs per SM the registers are capped for).
 #include "kernel_args.h"
 #include "launch_geometry.h"
 #include "raw_tiles.cuh"
@@ -56,7 +57,7 @@ using Raw = RawTile<kType>;
 
 }  // namespace
 
-JLLM_KERNEL(gemm_f16, jllm::cuda::GemmArgs, kThreads, kWarps >= 8 ? 2 : 4) {
+JLLM_KERNEL(gemm_f16, jllm::cuda::GemmArgs, kThreads, JLLM_MINB) {
   JLLM_DYNAMIC_SMEM(jllm_u8, smem);
   jllm_u8* raw = smem;                                                    // [2][kBm][kPitch]
   jllm_u16* xs = reinterpret_cast<jllm_u16*>(smem + 2 * kBm * kPitch);  // [2][kXParts][kBn][kXp]

@@ -42,7 +42,8 @@ static_assert(static_cast<int>(ir::KvDType::kF16) == 0 && static_cast<int>(ir::K
 // JLLM_GEMV_R, JLLM_GEMV_NW, JLLM_GEMV_DEPTH, JLLM_GEMV_MINB, JLLM_GEMV_ITEMS, JLLM_GEMV_KSPLIT,
 // JLLM_GEMV_X (lowering.h), JLLM_GEMV_RING (0 = registers), JLLM_GEMV_BULK, JLLM_GEMV_SPREAD,
 // JLLM_GEMV_LATE_NORM, JLLM_GEMV_PAIRS, JLLM_GEMV_PAIRS_MIN_MIB;
-// JLLM_GEMM_MMA, JLLM_PREFETCH (lowering.h), JLLM_GEMM_BN, JLLM_GEMM_BM, JLLM_GEMM_XSPLIT;
+// JLLM_GEMM_MMA, JLLM_PREFETCH (lowering.h), JLLM_GEMM_BN, JLLM_GEMM_BM, JLLM_GEMM_XSPLIT,
+// JLLM_GEMM_MINB;
 // JLLM_ATTN_SPLITS, JLLM_ATTN_MINCHUNK, JLLM_ATTN_NW (decode attention). A value that cannot be used is ignored with a warning.
 // GEMV (docs/PERF.md, "GEMV v3", "int16 activations", "shared-memory ring"): two rows (or the
 // same rows of gate and up) per warp item, their 16-byte steps staged through a ring of RING
@@ -86,12 +87,17 @@ constexpr int kGemmBm = 128, kGemmBn = 128, kGemmTm = 8, kGemmTn = 4;
 constexpr int kGemmMma = 2;
 // gemm_f16.cu's weight rows per CTA (16 per warp): 64 or 128 (128: pp512 on the H200 4b +24 %,
 // 14b +21 % over 64). x split into hi and lo f16 (1) or f16 only (0: 4b +25 % faster, but 14b's
-// --validate 5.2e-3, over the bound; gemm_f16.cu says why). Without JLLM_GEMM_BN its tokens per
+// --validate 5.2e-3, over the bound; gemm_f16.cu says why); split only for the matrices adding a
+// residual (2) or only for the others (3): 4b +15 % / +7 %, 14b's --validate 4.85e-3 / 4.39e-3,
+// too close to the bound to be the default. Without JLLM_GEMM_BN its tokens per
 // CTA are 128 where a chunk of kGemmFillTokens fills kGemmFillCtas CTAs with them, else 64 (more
 // CTAs for the narrow matrices: 4b +11 %, 14b +5 %, 0.6b +33 % over 128 everywhere).
 constexpr int kGemmF16Bm = 128;
 constexpr int kGemmXSplit = 1;
 constexpr int kGemmFillTokens = 512, kGemmFillCtas = 2 * 132;
+// JLLM_GEMM_MINB caps gemm_f16.cu's registers for that many CTAs per SM (default 2 of 8 warps,
+// 128 registers a thread). 3 for 64-token tiles (80 registers, where shared memory holds 3)
+// measured slower on the H200 (stop 19: pp512 4b -13 %, 0.6b -17 %, 14b -4 %; docs/PERF.md).
 // Decode head_ops and attention prefetch the next GEMVs' weights into L2 (1) or not (0, the
 // default: measured slower on the H200, 4b tg128 -4 %, 14b -6 %, 4b @ d8192 -3 %; docs/PERF.md).
 constexpr int kPrefetch = 0;
@@ -376,14 +382,19 @@ class Lowerer {
       // 0 none, 1 every matrix, 2 those adding a residual (attention output, down), 3 the others.
       const int64_t xsplit = TuningOverride("JLLM_GEMM_XSPLIT", kGemmXSplit, /*min=*/0, /*max=*/3);
       const bool split = xsplit == 1 || (xsplit == 2 && residual.present()) || (xsplit == 3 && !residual.present());
+      const int smem = geo::GemmF16SmemBytes(type, bm, bn, split ? 2 : 1);
+      // CTAs per SM the registers are capped for: 2 of 8 warps (4 of 4), 128 registers a thread.
+      const int auto_minb = 2 * (128 / bm);
+      const int minb = static_cast<int>(TuningOverride("JLLM_GEMM_MINB", auto_minb, /*min=*/1, /*max=*/8));
       s = Base("gemm_f16.cu", "gemm_f16",
                absl::StrCat(name, split ? " f16x2" : " f16", bn != fill_bn ? absl::StrCat(" bn", bn) : "",
-                            bm != kGemmF16Bm ? absl::StrCat(" bm", bm) : ""),
+                            bm != kGemmF16Bm ? absl::StrCat(" bm", bm) : "",
+                            minb != auto_minb ? absl::StrCat(" minb", minb) : ""),
                {D("JLLM_TYPE", type), D("JLLM_K", k), D("JLLM_N", n), D("JLLM_BM", bm), D("JLLM_BN", bn),
-                D("JLLM_RESIDUAL", residual.present()), D("JLLM_XSPLIT", split)},
+                D("JLLM_RESIDUAL", residual.present()), D("JLLM_XSPLIT", split), D("JLLM_MINB", minb)},
                bm / 16 * 32);
       s.grid_x = geo::CeilDiv(n, bm);
-      s.smem = geo::GemmF16SmemBytes(type, bm, bn, split ? 2 : 1);
+      s.smem = smem;
     } else {
       const std::string tile = bn != kGemmBn ? absl::StrCat(" bn", bn) : "";
       const bool mma = mode != 0;
