@@ -243,6 +243,9 @@ void MatMulGroupCases(std::vector<OpCase>& cases) {
       {"f16_q8_0", {{GgmlType::kF16, 64}, {GgmlType::kQ8_0, 96}}, 512, 1, false, false},
       {"gate_up_swiglu", {{GgmlType::kQ4_K, 768}, {GgmlType::kQ4_K, 768}}, 256, 4, false, true},
       {"gate_up_swiglu_norm", {{GgmlType::kQ5_K, 300}, {GgmlType::kQ8_0, 300}}, 256, 2, true, true},
+      // The prefill GEMM's SwiGLU pair (one type): rows that end inside a tile, and (with 32-token
+      // tiles, a variant) two token tiles.
+      {"gate_up_q6k_swiglu_norm", {{GgmlType::kQ6_K, 200}, {GgmlType::kQ6_K, 200}}, 512, 60, true, true},
       // One token: the fused decode kernels (a mixed QKV triple, gate+up of one type and of two).
       {"qkv_norm", {{GgmlType::kQ4_K, 256}, {GgmlType::kQ4_K, 128}, {GgmlType::kQ6_K, 128}}, 512, 1, true, false},
       {"qkv_q8_0_f32_bf16", {{GgmlType::kQ8_0, 64}, {GgmlType::kF32, 96}, {GgmlType::kBF16, 40}}, 256, 1, false, false},

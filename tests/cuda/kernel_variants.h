@@ -38,7 +38,8 @@ struct OpVariant {
 // with whole items round-robin; the prefill GEMM on f32 FMAs with 64-token tiles (the tile
 // through stop 17), on the tf32 tensor cores for every type (the default through stop 18; the
 // default now reads the K-quants and q8_0 as raw quant tiles on the f16 tensor cores, gemm_f16.cu,
-// 128 rows a CTA with x as hi and lo), and gemm_f16.cu with 64 x 32 tiles and x as hi only.
+// 128 rows a CTA with x as hi and lo), and gemm_f16.cu with 64 x 32 tiles, x as hi only and a
+// SwiGLU's gate and up of one type as one pair (two types stay two GEMMs).
 inline std::vector<OpVariant> CudaKernelVariants() {
   return {
       {"registers_r1",
@@ -62,8 +63,12 @@ inline std::vector<OpVariant> CudaKernelVariants() {
        VariantCases::kGemvPairs},
       {"gemm_fma_bn64", {{"JLLM_GEMM_MMA", "0"}, {"JLLM_GEMM_BN", "64"}}, VariantCases::kPrefill},
       {"gemm_tf32", {{"JLLM_GEMM_MMA", "1"}}, VariantCases::kPrefill},
-      {"gemm_f16_bm64_bn32_x1",
-       {{"JLLM_GEMM_MMA", "2"}, {"JLLM_GEMM_BM", "64"}, {"JLLM_GEMM_BN", "32"}, {"JLLM_GEMM_XSPLIT", "0"}},
+      {"gemm_f16_bm64_bn32_x1_pair",
+       {{"JLLM_GEMM_MMA", "2"},
+        {"JLLM_GEMM_BM", "64"},
+        {"JLLM_GEMM_BN", "32"},
+        {"JLLM_GEMM_XSPLIT", "0"},
+        {"JLLM_GEMM_PAIR", "1"}},
        VariantCases::kPrefill},
   };
 }

@@ -122,6 +122,7 @@ absl::StatusOr<std::vector<uint8_t>> BindArgs(const ir::Graph& graph, const Memo
     case LaunchKind::kGemm: {
       GemmArgs a{};
       ASSIGN_OR_RETURN(a.w, As<const void>(r, l.ops[slot::kGemmW]));
+      ASSIGN_OR_RETURN(a.w2, As<const void>(r, l.ops[slot::kGemmW2]));
       ASSIGN_OR_RETURN(a.x, As<const float>(r, l.ops[slot::kGemmX]));
       ASSIGN_OR_RETURN(a.residual, As<const float>(r, l.ops[slot::kGemmResidual]));
       ASSIGN_OR_RETURN(a.y, As<float>(r, l.ops[slot::kGemmY]));

@@ -14,7 +14,7 @@ JLLM_KERNEL(elementwise, jllm::cuda::ElementwiseArgs, 256, 1) {
     args.y[i] = args.a[i] + args.b[i];
 #else
     const float g = args.a[i];
-    args.y[i] = g / (1.0f + expf(-g)) * args.b[i];
+    args.y[i] = jllm_swiglu(g, args.b[i]);
 #endif
   }
 }

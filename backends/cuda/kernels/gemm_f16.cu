@@ -19,9 +19,12 @@
 // with 10-bit x, over the 5e-3 bound). f16's range is smaller than tf32's: an activation beyond
 // 65,504 would overflow, which Qwen3's matmul inputs (normed, or SwiGLU of normed) do not reach.
 // Rows past N and tokens past T read row N - 1 and token T - 1 and are not stored.
+// JLLM_PAIR: the gate and up matrices of a SwiGLU (args.w, args.w2, same type and shape) in one
+// launch: a warp's 16 rows of both share every x fragment, and the epilogue stores
+// silu(gate) · up — x is staged once for the two, and no elementwise kernel follows.
 //
 // Constants (-D): JLLM_TYPE, JLLM_K, JLLM_N, JLLM_BM, JLLM_BN, JLLM_RESIDUAL, JLLM_XSPLIT,
-// JLLM_MINB (CTAs per SM the registers are capped for).
+// JLLM_PAIR, JLLM_MINB (CTAs per SM the registers are capped for).
 #include "kernel_args.h"
 #include "launch_geometry.h"
 #include "raw_tiles.cuh"
@@ -37,6 +40,7 @@ constexpr int kBm = JLLM_BM;
 constexpr int kBn = JLLM_BN;
 constexpr bool kResidual = JLLM_RESIDUAL;
 constexpr int kXParts = JLLM_XSPLIT ? 2 : 1;        // x as hi (+ lo) f16 tiles
+constexpr int kMats = JLLM_PAIR ? 2 : 1;            // gate and up, or one matrix
 constexpr int kWarps = kBm / 16;
 constexpr int kThreads = 32 * kWarps;
 constexpr int kNt = kBn / 8;                        // n8 tiles per warp
@@ -52,6 +56,7 @@ static_assert(geo::GemmF16Supported(kType), "gemm_f16 reads the K-quants and q8_
 static_assert(kK % 256 == 0, "GEMM columns are whole groups of 256");
 static_assert(kBm % 16 == 0 && kBn % 16 == 0 && kThreads <= 1024, "tile shape");
 static_assert((kBn * 8) % kThreads == 0, "x tile float4 per thread");
+static_assert(kMats == 1 || !kResidual, "a SwiGLU pair adds no residual");
 
 using Raw = RawTile<kType>;
 
@@ -59,18 +64,21 @@ using Raw = RawTile<kType>;
 
 JLLM_KERNEL(gemm_f16, jllm::cuda::GemmArgs, kThreads, JLLM_MINB) {
   JLLM_DYNAMIC_SMEM(jllm_u8, smem);
-  jllm_u8* raw = smem;                                                    // [2][kBm][kPitch]
-  jllm_u16* xs = reinterpret_cast<jllm_u16*>(smem + 2 * kBm * kPitch);  // [2][kXParts][kBn][kXp]
+  constexpr int kStage = kMats * kBm * kPitch;                            // raw bytes of a stage
+  jllm_u8* raw = smem;                                                    // [2][kMats][kBm][kPitch]
+  jllm_u16* xs = reinterpret_cast<jllm_u16*>(smem + 2 * kStage);         // [2][kXParts][kBn][kXp]
   const int m0 = blockIdx.x * kBm;
   const int t0 = blockIdx.y * kBn;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t4 = lane & 3;
   const jllm_u8* w = static_cast<const jllm_u8*>(args.w);
+  const jllm_u8* w_up = static_cast<const jllm_u8*>(args.w2);
 
   auto stage_raw = [&](int sb) {
-    jllm_u8* dst = raw + (sb & 1) * kBm * kPitch;
-    for (int c = tid; c < kBm * kChunks; c += kThreads) {
-      const int r = c / kChunks, ch = c % kChunks;
-      const jllm_u8* row = w + static_cast<long long>(min(m0 + r, kN - 1)) * kRowStride;
+    jllm_u8* dst = raw + (sb & 1) * kStage;
+    for (int c = tid; c < kMats * kBm * kChunks; c += kThreads) {
+      const int r = c / kChunks, ch = c % kChunks;  // r: row of matrix r / kBm
+      const jllm_u8* base = kMats == 2 && r >= kBm ? w_up : w;
+      const jllm_u8* row = base + static_cast<long long>(min(m0 + r % kBm, kN - 1)) * kRowStride;
       jllm_cp_async16(dst + r * kPitch + 16 * ch, RawChunk<kType, kK>(row, sb, ch));
     }
   };
@@ -109,11 +117,14 @@ JLLM_KERNEL(gemm_f16, jllm::cuda::GemmArgs, kThreads, JLLM_MINB) {
     }
   };
 
-  float acc[kNt][4];
+  float acc[kMats][kNt][4];
 #pragma unroll
-  for (int j = 0; j < kNt; ++j) {
+  for (int mat = 0; mat < kMats; ++mat) {
 #pragma unroll
-    for (int e = 0; e < 4; ++e) acc[j][e] = 0.f;
+    for (int j = 0; j < kNt; ++j) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[mat][j][e] = 0.f;
+    }
   }
 
   load_x(0);
@@ -130,17 +141,23 @@ JLLM_KERNEL(gemm_f16, jllm::cuda::GemmArgs, kThreads, JLLM_MINB) {
     const int sb = s >> 3, sub = s & 7;
     if (s + 1 < kSteps) load_x(s + 1);
 
-    const jllm_u8* r0 = raw + (sb & 1) * kBm * kPitch + (16 * warp + g) * kPitch;
-    const jllm_u8* r1 = r0 + 8 * kPitch;
     const jllm_u16* xb = xs + (s & 1) * kXParts * kBn * kXp + x_lane;
 #pragma unroll
     for (int kb = 0; kb < 2; ++kb) {
       const int e = 32 * sub + 16 * kb;
-      const typename Raw::Scale s0 = Raw::Scale16(r0, e, sb), s1 = Raw::Scale16(r1, e, sb);
-      const float2 v00 = Raw::Pair(r0, e + 2 * t4, s0), v10 = Raw::Pair(r1, e + 2 * t4, s1);
-      const float2 v01 = Raw::Pair(r0, e + 2 * t4 + 8, s0), v11 = Raw::Pair(r1, e + 2 * t4 + 8, s1);
-      const jllm_u32 a[4] = {jllm_pack_half2(v00.x, v00.y), jllm_pack_half2(v10.x, v10.y),
-                             jllm_pack_half2(v01.x, v01.y), jllm_pack_half2(v11.x, v11.y)};
+      jllm_u32 a[kMats][4];
+#pragma unroll
+      for (int mat = 0; mat < kMats; ++mat) {
+        const jllm_u8* r0 = raw + (sb & 1) * kStage + (mat * kBm + 16 * warp + g) * kPitch;
+        const jllm_u8* r1 = r0 + 8 * kPitch;
+        const typename Raw::Scale s0 = Raw::Scale16(r0, e, sb), s1 = Raw::Scale16(r1, e, sb);
+        const float2 v00 = Raw::Pair(r0, e + 2 * t4, s0), v10 = Raw::Pair(r1, e + 2 * t4, s1);
+        const float2 v01 = Raw::Pair(r0, e + 2 * t4 + 8, s0), v11 = Raw::Pair(r1, e + 2 * t4 + 8, s1);
+        a[mat][0] = jllm_pack_half2(v00.x, v00.y);
+        a[mat][1] = jllm_pack_half2(v10.x, v10.y);
+        a[mat][2] = jllm_pack_half2(v01.x, v01.y);
+        a[mat][3] = jllm_pack_half2(v11.x, v11.y);
+      }
 #pragma unroll
       for (int j = 0; j < kNt; j += 2) {
 #pragma unroll
@@ -148,8 +165,11 @@ JLLM_KERNEL(gemm_f16, jllm::cuda::GemmArgs, kThreads, JLLM_MINB) {
           jllm_u32 b[4];
           jllm_ldmatrix_x4(b, xb + part * kBn * kXp + 8 * j * kXp + 16 * kb);
           const jllm_u32 b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
-          jllm_mma_f16_16x8x16(acc[j], a, b0);
-          jllm_mma_f16_16x8x16(acc[j + 1], a, b1);
+#pragma unroll
+          for (int mat = 0; mat < kMats; ++mat) {
+            jllm_mma_f16_16x8x16(acc[mat][j], a[mat], b0);
+            jllm_mma_f16_16x8x16(acc[mat][j + 1], a[mat], b1);
+          }
         }
       }
     }
@@ -172,7 +192,11 @@ JLLM_KERNEL(gemm_f16, jllm::cuda::GemmArgs, kThreads, JLLM_MINB) {
       const int m = m0 + 16 * warp + g + (e >= 2 ? 8 : 0), t = t0 + 8 * j + 2 * t4 + (e & 1);
       if (t > last_token || m >= kN) continue;
       const long long at = static_cast<long long>(t) * kN + m;
-      args.y[at] = kResidual ? acc[j][e] + args.residual[at] : acc[j][e];
+      if constexpr (kMats == 2) {
+        args.y[at] = jllm_swiglu(acc[0][j][e], acc[1][j][e]);
+      } else {
+        args.y[at] = kResidual ? acc[0][j][e] + args.residual[at] : acc[0][j][e];
+      }
     }
   }
 }

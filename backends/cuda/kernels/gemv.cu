@@ -357,8 +357,7 @@ __device__ __forceinline__ void Finish(const jllm::cuda::GemvArgs& args, int spl
   }
   auto epilogue = [&](const float (&y)[kMembersPerItem]) {
     if constexpr (kSwiglu) {
-      const float g = y[0];
-      args.y[0][row] = g / (1.0f + expf(-g)) * y[1];
+      args.y[0][row] = jllm_swiglu(y[0], y[1]);
     } else if constexpr (kResidual) {
       args.y[kM][row] = y[0] + residual;
     } else {

@@ -435,6 +435,9 @@ __device__ __forceinline__ void jllm_mma_f16_16x8x16(float (&c)[4], const jllm_u
 #endif
 }
 
+// SwiGLU of a gate and an up value: silu(g) * u, silu(g) = g / (1 + e^-g) as cpu_ref computes it.
+__device__ __forceinline__ float jllm_swiglu(float g, float u) { return g / (1.0f + expf(-g)) * u; }
+
 // ---- warp and block reductions ---------------------------------------------------------------
 
 __device__ __forceinline__ float jllm_warp_sum(float v) {

@@ -34,6 +34,7 @@ struct GemvArgs {
 // y = W · x for T tokens (x [T, K], y [T, N]), + residual [T, N].
 struct GemmArgs {
   const void* w;
+  const void* w2;  // gemm_f16.cu's SwiGLU pair: the up matrix (w the gate); else null
   const float* x;
   const float* residual;
   float* y;

@@ -80,9 +80,9 @@ constexpr int GemmRawBodyBytes(int type) { return type == layout::kQ8_0 ? 8 * la
 constexpr int GemmRawBodyChunks(int type) { return GemmRawBodyBytes(type) / 16; }
 constexpr int GemmRawChunks(int type) { return GemmRawBodyChunks(type) + (layout::HasScaleTail(type) ? 1 : 0); }
 constexpr int GemmRawPitch(int type) { return 16 * (GemmRawChunks(type) | 1); }
-// x_parts: 1, or 2 with x split into hi and lo f16 tiles.
-constexpr int GemmF16SmemBytes(int type, int bm, int bn, int x_parts) {
-  return 2 * bm * GemmRawPitch(type) + 2 * x_parts * bn * kGemmF16XPitch * 2;
+// x_parts: 1, or 2 with x split into hi and lo f16 tiles; mats: 1, or 2 for a SwiGLU pair.
+constexpr int GemmF16SmemBytes(int type, int bm, int bn, int x_parts, int mats) {
+  return 2 * mats * bm * GemmRawPitch(type) + 2 * x_parts * bn * kGemmF16XPitch * 2;
 }
 
 // attention_decode.cu: one CTA per (kv head, split); partials of [D] acc + max + sum per head.

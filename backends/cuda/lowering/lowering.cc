@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -43,7 +44,7 @@ static_assert(static_cast<int>(ir::KvDType::kF16) == 0 && static_cast<int>(ir::K
 // JLLM_GEMV_X (lowering.h), JLLM_GEMV_RING (0 = registers), JLLM_GEMV_BULK, JLLM_GEMV_SPREAD,
 // JLLM_GEMV_LATE_NORM, JLLM_GEMV_PAIRS, JLLM_GEMV_PAIRS_MIN_MIB;
 // JLLM_GEMM_MMA, JLLM_PREFETCH (lowering.h), JLLM_GEMM_BN, JLLM_GEMM_BM, JLLM_GEMM_XSPLIT,
-// JLLM_GEMM_MINB;
+// JLLM_GEMM_MINB, JLLM_GEMM_PAIR;
 // JLLM_ATTN_SPLITS, JLLM_ATTN_MINCHUNK, JLLM_ATTN_NW (decode attention). A value that cannot be used is ignored with a warning.
 // GEMV (docs/PERF.md, "GEMV v3", "int16 activations", "shared-memory ring"): two rows (or the
 // same rows of gate and up) per warp item, their 16-byte steps staged through a ring of RING
@@ -94,6 +95,9 @@ constexpr int kGemmMma = 2;
 // CTAs for the narrow matrices: 4b +11 %, 14b +5 %, 0.6b +33 % over 128 everywhere).
 constexpr int kGemmF16Bm = 128;
 constexpr int kGemmXSplit = 1;
+// A SwiGLU group's gate and up in one gemm_f16.cu launch with the SwiGLU in its epilogue (1), or
+// two GEMMs and an elementwise kernel (0, the default until a GPU has measured the pair).
+constexpr int kGemmPair = 0;
 constexpr int kGemmFillTokens = 512, kGemmFillCtas = 2 * 132;
 // JLLM_GEMM_MINB caps gemm_f16.cu's registers for that many CTAs per SM (default 2 of 8 warps,
 // 128 registers a thread). 3 for 64-token tiles (80 registers, where shared memory holds 3)
@@ -358,7 +362,9 @@ class Lowerer {
   // (JLLM_GEMM_MMA 2, K-quants and q8_0; BM from JLLM_GEMM_BM, 16 rows a warp). Tokens per CTA:
   // 32, 64 or 128 (gemm.cu's tiles are whole warps of 32 x 32 outputs, with the W tile's
   // 8-column groups a whole number per thread; gemm_f16.cu's x tile whole float4 per thread).
-  Launch Gemm(ir::WeightId wid, Operand x, Operand residual, Operand y) {
+  // With `up` (GemmPairs), gemm_f16.cu's SwiGLU pair: y = silu(W x) · (W_up x), 64 tokens a tile
+  // at most (the two matrices' accumulators in 128 registers).
+  Launch Gemm(ir::WeightId wid, Operand x, Operand residual, Operand y, std::optional<ir::WeightId> up = std::nullopt) {
     const ir::WeightRef& w = W(wid);
     const int64_t k = w.dim(0), n = w.dim(1);
     const int type = static_cast<int>(w.type);
@@ -369,20 +375,23 @@ class Lowerer {
       WarnIgnored("JLLM_GEMM_BM", std::getenv("JLLM_GEMM_BM"), "64 or 128", kGemmF16Bm);
       bm = kGemmF16Bm;
     }
-    const int64_t fill_bn = f16 && geo::CeilDiv(n, bm) * geo::CeilDiv(kGemmFillTokens, 128) < kGemmFillCtas ? 64 : kGemmBn;
+    const int64_t fill_bn =
+        f16 && (up || geo::CeilDiv(n, bm) * geo::CeilDiv(kGemmFillTokens, 128) < kGemmFillCtas) ? 64 : kGemmBn;
     int bn = static_cast<int>(TuningOverride("JLLM_GEMM_BN", fill_bn, /*min=*/32, /*max=*/128));
     if (bn != 32 && bn != 64 && bn != 128) {  // 96 would leave gemm.cu's W tile uneven across threads
       WarnIgnored("JLLM_GEMM_BN", std::getenv("JLLM_GEMM_BN"), "32, 64 or 128", fill_bn);
       bn = static_cast<int>(fill_bn);
     }
-    const std::string name = absl::StrCat("gemm ", Sv(GgmlTypeName(w.type)), " ", n, "x", k,
-                                          residual.present() ? " +residual" : "");
+    if (up) bn = std::min(bn, 64);
+    const std::string name = absl::StrCat("gemm ", Sv(GgmlTypeName(w.type)), up ? absl::StrCat("+", Sv(GgmlTypeName(w.type))) : "",
+                                          " ", n, up ? absl::StrCat("+", n) : "", "x", k,
+                                          residual.present() ? " +residual" : "", up ? " +swiglu" : "");
     KernelSpec s;
     if (f16) {
       // 0 none, 1 every matrix, 2 those adding a residual (attention output, down), 3 the others.
       const int64_t xsplit = TuningOverride("JLLM_GEMM_XSPLIT", kGemmXSplit, /*min=*/0, /*max=*/3);
       const bool split = xsplit == 1 || (xsplit == 2 && residual.present()) || (xsplit == 3 && !residual.present());
-      const int smem = geo::GemmF16SmemBytes(type, bm, bn, split ? 2 : 1);
+      const int smem = geo::GemmF16SmemBytes(type, bm, bn, split ? 2 : 1, up ? 2 : 1);
       // CTAs per SM the registers are capped for: 2 of 8 warps (4 of 4), 128 registers a thread.
       const int auto_minb = 2 * (128 / bm);
       const int minb = static_cast<int>(TuningOverride("JLLM_GEMM_MINB", auto_minb, /*min=*/1, /*max=*/8));
@@ -391,7 +400,8 @@ class Lowerer {
                             bm != kGemmF16Bm ? absl::StrCat(" bm", bm) : "",
                             minb != auto_minb ? absl::StrCat(" minb", minb) : ""),
                {D("JLLM_TYPE", type), D("JLLM_K", k), D("JLLM_N", n), D("JLLM_BM", bm), D("JLLM_BN", bn),
-                D("JLLM_RESIDUAL", residual.present()), D("JLLM_XSPLIT", split), D("JLLM_MINB", minb)},
+                D("JLLM_RESIDUAL", residual.present()), D("JLLM_XSPLIT", split), D("JLLM_PAIR", up.has_value()),
+                D("JLLM_MINB", minb)},
                bm / 16 * 32);
       s.grid_x = geo::CeilDiv(n, bm);
       s.smem = smem;
@@ -408,9 +418,10 @@ class Lowerer {
     }
     s.token_dim = 2;
     s.token_tile = bn;
-    s.weight_bytes = DeviceBytes(w);
+    const int mats = up ? 2 : 1;
+    s.weight_bytes = mats * DeviceBytes(w);
     s.bytes_per_token = (k + n + (residual.present() ? n : 0)) * 4;
-    s.flops_per_token = 2 * n * k;
+    s.flops_per_token = mats * 2 * n * k;
     Launch l;
     l.kind = LaunchKind::kGemm;
     l.spec = Add(std::move(s));
@@ -419,7 +430,16 @@ class Lowerer {
     l.ops[slot::kGemmResidual] = residual;
     l.ops[slot::kGemmW] = Operand::Weight(wid);
     l.ops[slot::kGemmY] = y;
+    if (up) l.ops[slot::kGemmW2] = Operand::Weight(*up);
     return l;
+  }
+
+  // Whether a SwiGLU group's gate and up run as one gemm_f16.cu pair (JLLM_GEMM_PAIR).
+  bool GemmPairs(ir::WeightId gate, ir::WeightId up) {
+    const ir::WeightRef &g = W(gate), &u = W(up);
+    return TuningOverride("JLLM_GEMM_PAIR", kGemmPair, /*min=*/0, /*max=*/1) != 0 && GemmMode() == 2 &&
+           geo::GemmF16Supported(static_cast<int>(g.type)) && g.type == u.type && g.dim(0) == u.dim(0) &&
+           g.dim(1) == u.dim(1);
   }
 
   Launch RmsNorm(Operand x, ir::WeightId gamma, Operand y, int64_t width, float eps) {
@@ -482,7 +502,9 @@ class Lowerer {
       px = Operand::Temp(base);
       nl.prefill.push_back(RmsNorm(x, *gamma_w, px, k, eps));
     }
-    if (a.swiglu) {
+    if (a.swiglu && GemmPairs(members[0], members[1])) {
+      nl.prefill.push_back(Gemm(members[0], px, Operand::None(), ys[0], members[1]));
+    } else if (a.swiglu) {
       const int64_t f = W(members[0]).dim(1);
       const int g = static_cast<int>(nl.temp_widths.size());
       nl.temp_widths.push_back(f);

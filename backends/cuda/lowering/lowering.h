@@ -52,7 +52,7 @@ enum class LaunchKind : uint8_t {
 // Operand slots of each kind, in Launch::ops.
 namespace slot {
 enum Gemv { kGemvX, kGemvGamma, kGemvResidual, kGemvW0, kGemvW1, kGemvW2, kGemvY0, kGemvY1, kGemvY2, kGemvCount };
-enum Gemm { kGemmX, kGemmResidual, kGemmW, kGemmY, kGemmCount };
+enum Gemm { kGemmX, kGemmResidual, kGemmW, kGemmY, kGemmW2, kGemmCount };
 enum Embed { kEmbedTokens, kEmbedPos, kEmbedTable, kEmbedY, kEmbedCount };
 enum RmsNorm { kNormX, kNormGamma, kNormY, kNormCount };
 enum HeadOps { kHeadPos, kHeadXq, kHeadQGamma, kHeadYq, kHeadXk, kHeadKGamma, kHeadXv, kHeadCache, kHeadCount };
