@@ -152,14 +152,33 @@ inline void emu_warp_gather(uint64_t v, uint64_t (&out)[32]) {
   __syncwarp();
 }
 
+// The warp's A (4 registers) and B (2) fragments of an mma.sync, every lane's, in lane order:
+// a01[l] = registers 0 and 1 of lane l, a23[l] = 2 and 3, b01[l] = 0 and 1.
+inline void emu_gather_mma(const unsigned (&a)[4], const unsigned (&b)[2], uint64_t (&a01)[32], uint64_t (&a23)[32],
+                           uint64_t (&b01)[32]) {
+  emu_warp_gather(a[0] | (uint64_t{a[1]} << 32), a01);
+  emu_warp_gather(a[2] | (uint64_t{a[3]} << 32), a23);
+  emu_warp_gather(b[0] | (uint64_t{b[1]} << 32), b01);
+}
+// c[e] += row r of A times column n of B, summed over k in order, for the lane's four outputs
+// (g = lane / 4, t = lane % 4: C[g][2t], C[g][2t+1], C[g+8][2t], C[g+8][2t+1]).
+template <int kK, class FA, class FB>
+inline void emu_mma_accumulate(float (&c)[4], FA A, FB B) {
+  const int lane = threadIdx.x & 31, g = lane / 4, t = lane % 4;
+  for (int e = 0; e < 4; ++e) {
+    const int r = g + (e >= 2 ? 8 : 0), n = 2 * t + (e & 1);
+    float sum = 0.f;
+    for (int k = 0; k < kK; ++k) sum += A(r, k) * B(k, n);
+    c[e] += sum;
+  }
+}
+
 // mma.sync m16n8k8 tf32 (jllm_common.cuh gives the fragment layout): the lanes' fragments are
 // gathered, and each lane adds its four elements of A·B, the products exact (tf32 x tf32 fits
 // an f32), summed over k in order.
 inline void emu_mma_tf32_16x8x8(float (&c)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
   uint64_t a01[32], a23[32], b01[32];
-  emu_warp_gather(a[0] | (uint64_t{a[1]} << 32), a01);
-  emu_warp_gather(a[2] | (uint64_t{a[3]} << 32), a23);
-  emu_warp_gather(b[0] | (uint64_t{b[1]} << 32), b01);
+  emu_gather_mma(a, b, a01, a23, b01);
   auto f = [](uint64_t w, int hi) {
     const uint32_t bits = static_cast<uint32_t>(w >> (hi ? 32 : 0)) & 0xffffe000u;  // tf32 reads 19 bits
     float v;
@@ -168,13 +187,7 @@ inline void emu_mma_tf32_16x8x8(float (&c)[4], const unsigned (&a)[4], const uns
   };
   auto A = [&](int r, int k) { return f(k < 4 ? a01[(r % 8) * 4 + k % 4] : a23[(r % 8) * 4 + k % 4], r >= 8); };
   auto B = [&](int k, int n) { return f(b01[n * 4 + k % 4], k >= 4); };
-  const int lane = threadIdx.x & 31, g = lane / 4, t = lane % 4;
-  for (int e = 0; e < 4; ++e) {
-    const int r = g + (e >= 2 ? 8 : 0), n = 2 * t + (e & 1);
-    float sum = 0.f;
-    for (int k = 0; k < 8; ++k) sum += A(r, k) * B(k, n);
-    c[e] += sum;
-  }
+  emu_mma_accumulate<8>(c, A, B);
 }
 
 // ---- atomics ----------------------------------------------------------------------------------
@@ -248,9 +261,7 @@ inline void emu_ldmatrix_x4(unsigned (&r)[4], const void* row) {
 // elements of A·B, the products exact in f32 (11 x 11 significant bits), summed over k in order.
 inline void emu_mma_f16_16x8x16(float (&c)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
   uint64_t a01[32], a23[32], b01[32];
-  emu_warp_gather(a[0] | (uint64_t{a[1]} << 32), a01);
-  emu_warp_gather(a[2] | (uint64_t{a[3]} << 32), a23);
-  emu_warp_gather(b[0] | (uint64_t{b[1]} << 32), b01);
+  emu_gather_mma(a, b, a01, a23, b01);
   auto h = [](uint64_t w, int reg, int k) {  // element k & 1 of register reg (0/1) of a pair
     return emu_half_to_float(static_cast<uint16_t>(w >> (32 * reg + 16 * (k & 1))));
   };
@@ -260,13 +271,7 @@ inline void emu_mma_f16_16x8x16(float (&c)[4], const unsigned (&a)[4], const uns
     return h(k < 8 ? a01[lane] : a23[lane], r >= 8, k);
   };
   auto B = [&](int k, int n) { return h(b01[n * 4 + (k % 8) / 2], k >= 8, k); };
-  const int lane = threadIdx.x & 31, g = lane / 4, t = lane % 4;
-  for (int e = 0; e < 4; ++e) {
-    const int r = g + (e >= 2 ? 8 : 0), n = 2 * t + (e & 1);
-    float sum = 0.f;
-    for (int k = 0; k < 16; ++k) sum += A(r, k) * B(k, n);
-    c[e] += sum;
-  }
+  emu_mma_accumulate<16>(c, A, B);
 }
 
 // ---- the launch ----------------------------------------------------------------------------
