@@ -12,7 +12,9 @@
 //   embed                   embed                          embed
 //   rms_norm                rms_norm                       rms_norm
 //   matmul, matmul_group    gemv (group, norm, residual,   [rms_norm] + gemm per member
-//                           swiglu fused)                  [+ elementwise swiglu]
+//                           swiglu fused)                  [+ elementwise swiglu]; gemm_f16 for
+//                                                          the K-quants and q8_0 (JLLM_GEMM_MMA
+//                                                          2), its gate+up pair (JLLM_GEMM_PAIR)
 //   logits                  gemv                           gemv on the last row; gemm for all
 //   head_rms_norm, rope,    head_ops                       head_ops
 //   kv_append, qk_norm_rope_kv_append
