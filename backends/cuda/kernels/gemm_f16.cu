@@ -6,9 +6,10 @@
 // each weight is dequantized once per CTA, straight from shared memory into the warp's A
 // fragments (mma.sync m16n8k16, f16 in, f32 accumulate). The pipeline keeps the memory system
 // busy while the tensor cores run:
-//   - W: per 256 columns the rows' raw quant bytes (raw_tiles.cuh), copied with cp.async two
-//     super-blocks ahead of their use, into two stages. The weights depend on no earlier
-//     kernel, so the first two stages are issued before the grid dependency wait.
+//   - W: per 256 columns the rows' raw quant bytes (raw_tiles.cuh), copied with cp.async into
+//     two stages: super-block sb + 2 is issued as soon as sb is consumed, so each lands during
+//     a whole super-block of MMAs. The weights depend on no earlier kernel, so the first two
+//     stages are issued before the grid dependency wait.
 //   - x: 32 columns at a time as f16, double-buffered: a thread loads its share of the next
 //     32 columns into registers before the MMAs of the current ones and converts and stores it
 //     after them, so the loads' latency hides behind the MMAs; one barrier per 32 columns.
