@@ -44,8 +44,8 @@ static_assert(static_cast<int>(ir::KvDType::kF16) == 0 && static_cast<int>(ir::K
 // JLLM_GEMV_X (lowering.h), JLLM_GEMV_RING (0 = registers), JLLM_GEMV_BULK, JLLM_GEMV_SPREAD,
 // JLLM_GEMV_LATE_NORM, JLLM_GEMV_PAIRS, JLLM_GEMV_PAIRS_MIN_MIB;
 // JLLM_GEMM_MMA, JLLM_PREFETCH (lowering.h), JLLM_GEMM_BN, JLLM_GEMM_BM, JLLM_GEMM_XSPLIT,
-// JLLM_GEMM_MINB, JLLM_GEMM_PAIR;
-// JLLM_ATTN_SPLITS, JLLM_ATTN_MINCHUNK, JLLM_ATTN_NW (decode attention). A value that cannot be used is ignored with a warning.
+// JLLM_GEMM_MINB, JLLM_GEMM_PAIR; JLLM_ATTN_SPLITS, JLLM_ATTN_MINCHUNK, JLLM_ATTN_NW (decode
+// attention). A value that cannot be used is ignored with a warning.
 // GEMV (docs/PERF.md, "GEMV v3", "int16 activations", "shared-memory ring"): two rows (or the
 // same rows of gate and up) per warp item, their 16-byte steps staged through a ring of RING
 // shared-memory slots per warp (bulk copies on sm_90, cp.async before), registers capped for
@@ -364,7 +364,8 @@ class Lowerer {
   // 8-column groups a whole number per thread; gemm_f16.cu's x tile whole float4 per thread).
   // With `up` (GemmPairs), gemm_f16.cu's SwiGLU pair: y = silu(W x) · (W_up x), 64 tokens a tile
   // at most (the two matrices' accumulators in 128 registers).
-  Launch Gemm(ir::WeightId wid, Operand x, Operand residual, Operand y, std::optional<ir::WeightId> up = std::nullopt) {
+  Launch Gemm(ir::WeightId wid, Operand x, Operand residual, Operand y,
+              std::optional<ir::WeightId> up = std::nullopt) {
     const ir::WeightRef& w = W(wid);
     const int64_t k = w.dim(0), n = w.dim(1);
     const int type = static_cast<int>(w.type);
@@ -382,10 +383,14 @@ class Lowerer {
       WarnIgnored("JLLM_GEMM_BN", std::getenv("JLLM_GEMM_BN"), "32, 64 or 128", fill_bn);
       bn = static_cast<int>(fill_bn);
     }
-    if (up) bn = std::min(bn, 64);
-    const std::string name = absl::StrCat("gemm ", Sv(GgmlTypeName(w.type)), up ? absl::StrCat("+", Sv(GgmlTypeName(w.type))) : "",
-                                          " ", n, up ? absl::StrCat("+", n) : "", "x", k,
-                                          residual.present() ? " +residual" : "", up ? " +swiglu" : "");
+    if (up && bn > 64) {
+      WarnIgnored("JLLM_GEMM_BN", std::getenv("JLLM_GEMM_BN"), "at most 64 for a gate+up pair (JLLM_GEMM_PAIR)", 64);
+      bn = 64;
+    }
+    const std::string type_name(Sv(GgmlTypeName(w.type)));
+    const std::string name =
+        up ? absl::StrCat("gemm ", type_name, "+", type_name, " ", n, "+", n, "x", k, " +swiglu")
+           : absl::StrCat("gemm ", type_name, " ", n, "x", k, residual.present() ? " +residual" : "");
     KernelSpec s;
     if (f16) {
       // 0 none, 1 every matrix, 2 those adding a residual (attention output, down), 3 the others.
