@@ -71,14 +71,18 @@ constexpr int GemmSmemBytes(int bm, int bn, bool mma) {
 // columns at a time (hi and lo tiles with JLLM_XSPLIT), double-buffered. A raw row's pitch is
 // an odd number of 16-byte chunks, so the 8 rows a fragment reads (g = lane / 4) start in 8
 // different groups of 4 banks.
-inline constexpr int kGemmF16XPitch = 40;  // halves per token row of the x tile: 32 + 8 (ldmatrix rows on distinct banks)
+// Halves per token row of the x tile: 32 + 8, so ldmatrix's 8 rows fall on distinct banks.
+inline constexpr int kGemmF16XPitch = 40;
 constexpr bool GemmF16Supported(int type) {
   return type == layout::kQ4_K || type == layout::kQ5_K || type == layout::kQ6_K || type == layout::kQ8_0;
 }
-// Bytes of block bodies per 256 elements of a row.
-constexpr int GemmRawBodyBytes(int type) { return type == layout::kQ8_0 ? 8 * layout::BodyBytes(type) : layout::BodyBytes(type); }
+// Blocks, and bytes of their bodies, per 256 elements of a row.
+constexpr int GemmRawBlocks(int type) { return 256 / layout::BlockElems(type); }
+constexpr int GemmRawBodyBytes(int type) { return GemmRawBlocks(type) * layout::BodyBytes(type); }
 constexpr int GemmRawBodyChunks(int type) { return GemmRawBodyBytes(type) / 16; }
-constexpr int GemmRawChunks(int type) { return GemmRawBodyChunks(type) + (layout::HasScaleTail(type) ? 1 : 0); }
+constexpr int GemmRawChunks(int type) {
+  return GemmRawBodyChunks(type) + (layout::HasScaleTail(type) ? 1 : 0);
+}
 constexpr int GemmRawPitch(int type) { return 16 * (GemmRawChunks(type) | 1); }
 // x_parts: 1, or 2 with x split into hi and lo f16 tiles; mats: 1, or 2 for a SwiGLU pair.
 constexpr int GemmF16SmemBytes(int type, int bm, int bn, int x_parts, int mats) {

@@ -26,8 +26,8 @@ template <int kType, int kK>
 __device__ __forceinline__ const jllm_u8* RawChunk(const jllm_u8* row, int sb, int c) {
   constexpr int kBody = geo::GemmRawBodyBytes(kType);
   if constexpr (lay::HasScaleTail(kType)) {
-    // The d values of the super-block's blocks: 2 bytes each, 256 / BlockElems of them.
-    constexpr int kDBytes = 2 * (256 / lay::BlockElems(kType));
+    // The d values of the super-block's blocks: 2 bytes each.
+    constexpr int kDBytes = 2 * geo::GemmRawBlocks(kType);
     if (c == geo::GemmRawBodyChunks(kType)) return row + lay::TailOffset(kType, kK) + (kDBytes * sb) / 16 * 16;
   }
   return row + sb * kBody + 16 * c;
@@ -36,7 +36,7 @@ __device__ __forceinline__ const jllm_u8* RawChunk(const jllm_u8* row, int sb, i
 // The raw tile's d values sit in a chunk of 8; the one of block b of super-block sb.
 template <int kType>
 __device__ __forceinline__ float RawTailD(const jllm_u8* raw, int sb, int b) {
-  constexpr int kPerSb = 256 / lay::BlockElems(kType);
+  constexpr int kPerSb = geo::GemmRawBlocks(kType);
   return jllm_half_to_float(*reinterpret_cast<const jllm_u16*>(
       raw + geo::GemmRawBodyBytes(kType) + 2 * ((kPerSb * sb + b) & 7)));
 }

@@ -98,7 +98,7 @@ constexpr int kGemmXSplit = 1;
 // A SwiGLU group's gate and up in one gemm_f16.cu launch with the SwiGLU in its epilogue (1), or
 // two GEMMs and an elementwise kernel (0, the default until a GPU has measured the pair).
 constexpr int kGemmPair = 0;
-constexpr int kGemmFillTokens = 512, kGemmFillCtas = 2 * 132;
+constexpr int kGemmFillTokens = 512, kGemmFillCtas = 2 * kGemvTargetSms;  // 2 CTAs an SM
 // JLLM_GEMM_MINB caps gemm_f16.cu's registers for that many CTAs per SM (default 2 of 8 warps,
 // 128 registers a thread). 3 for 64-token tiles (80 registers, where shared memory holds 3)
 // measured slower on the H200 (stop 19: pp512 4b -13 %, 0.6b -17 %, 14b -4 %; docs/PERF.md).
