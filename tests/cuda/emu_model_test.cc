@@ -102,8 +102,10 @@ void CheckLockstepWithCpuRef(bool passes_on) {
 // bind to the weights, the emulation reads each range's ends, and the results do not move).
 TEST(EmuModelTest, LockstepWithCpuRef) {
   // As the reference model runs: its GEMVs are big enough for q4_K and q6_K pairs, the tiny one's
-  // are not (lowering.cc, kGemvPairsMinMib).
-  ::jllm::testing::ScopedEnv env(std::vector<std::pair<std::string, std::string>>{{"JLLM_GEMV_PAIRS_MIN_MIB", "0"}});
+  // are not (lowering.cc, kGemvPairsMinMib). And decode attention with the head ops fused into it
+  // (JLLM_ATTN_FUSE_HEAD=1; off by default, the other lockstep run has no fused head op node).
+  ::jllm::testing::ScopedEnv env(std::vector<std::pair<std::string, std::string>>{
+      {"JLLM_GEMV_PAIRS_MIN_MIB", "0"}, {"JLLM_ATTN_FUSE_HEAD", "1"}});
   CheckLockstepWithCpuRef(true);
 }
 
@@ -113,6 +115,38 @@ TEST(EmuModelTest, LockstepWithCpuRefUnfusedF32PrefillAndPrefetch) {
   ASSERT_TRUE(Prefetching());
   ASSERT_FALSE(GemmTensorCores());
   CheckLockstepWithCpuRef(false);
+}
+
+// JLLM_OMIT's launches filter (RunnerOptions::omit_kernels): a label that matches nothing
+// leaves every logit as it was; leaving decode attention out changes the decode step's logits
+// (its output keeps what the prefill left there) but not the prefill's, which has its own kernel.
+TEST(EmuModelTest, OmittedKernelsAreLeftOutOfTheStep) {
+  const ir::Graph graph = Lowered(true);
+  BlobWeightSource weights(Blob());
+  BackendOptions bo;
+  bo.max_context = 32;
+  bo.max_step_tokens = 8;
+  bo.n_threads = 2;
+  const std::vector<int32_t> prompt = {72, 101, 108, 108, 111};
+  auto run = [&](std::vector<std::string> omit) {
+    CudaBackendOptions o;
+    o.omit_kernels = std::move(omit);
+    auto gpu = CreateCudaBackendOn(std::make_unique<EmuDevice>(), std::move(o));
+    EXPECT_TRUE(gpu->Load(graph, weights, bo).ok());
+    std::vector<float> prefill, decode;
+    EXPECT_TRUE(gpu->Forward(prompt, 0, LogitsRows::kLast, &prefill).ok());
+    EXPECT_TRUE(gpu->Forward(std::vector<int32_t>{44}, 5, LogitsRows::kLast, &decode).ok());
+    return std::make_pair(prefill, decode);
+  };
+  const auto full = run({});
+  ASSERT_FALSE(full.second.empty());
+  const auto none = run({"no kernel is called this"});
+  EXPECT_EQ(none.first, full.first);
+  EXPECT_EQ(none.second, full.second);
+  const auto omitted = run({"attention_decode"});
+  EXPECT_EQ(omitted.first, full.first);
+  ASSERT_EQ(omitted.second.size(), full.second.size());
+  EXPECT_NE(omitted.second, full.second);
 }
 
 TEST(EmuModelSessionTest, GeneratesCpuRefsTokensGreedyAndSeeded) {

@@ -1,11 +1,14 @@
 // Lowering decisions that no kernel result shows: which decode launches prefetch which weights,
 // and what becomes of a tuning variable the kernels cannot take.
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "backends/cuda/device_layout.h"
+#include "backends/cuda/exec/memory_plan.h"
 #include "backends/cuda/lowering/lowering.h"
 #include "gtest/gtest.h"
 #include "tests/cuda/kernel_variants.h"
@@ -37,10 +40,12 @@ TEST(Lowering, WithoutPrefetchNoLaunchPrefetches) {
 
 // In every layer: head_ops prefetches the attention output projection, attention the gate and up
 // matrices — the weights of the GEMV after each that no earlier launch took — with their sizes.
+// (With the head ops in their own launch: JLLM_ATTN_FUSE_HEAD=0.)
 TEST(Lowering, HeadOpsAndAttentionPrefetchTheNextGemvsWeights) {
   auto g = testing::PresetGraph("4b");
   ASSERT_TRUE(g.ok()) << g.status();
-  ::jllm::testing::ScopedEnv env(std::vector<std::pair<std::string, std::string>>{{"JLLM_PREFETCH", "1"}});
+  ::jllm::testing::ScopedEnv env(
+      std::vector<std::pair<std::string, std::string>>{{"JLLM_PREFETCH", "1"}, {"JLLM_ATTN_FUSE_HEAD", "0"}});
   ASSERT_TRUE(Prefetching());
   auto lg = LowerGraph(*g);
   ASSERT_TRUE(lg.ok()) << lg.status();
@@ -82,6 +87,98 @@ TEST(Lowering, HeadOpsAndAttentionPrefetchTheNextGemvsWeights) {
   }
   EXPECT_EQ(head_ops, 36);  // the 4b preset's layers
   EXPECT_EQ(attention, 36);
+}
+
+// Decode attention takes over the layer's q/k norm + RoPE + KV append (JLLM_ATTN_FUSE_HEAD=1): the head
+// op's node has no decode launch (its prefill launch stays), attention's reads that op's inputs
+// and parameters, and the memory plan keeps those inputs alive until attention — no value
+// attention writes may lie where it still reads. Without it (the default) the two launches stay.
+TEST(Lowering, DecodeAttentionRunsTheHeadOpsOfItsLayer) {
+  auto g = testing::PresetGraph("4b");
+  ASSERT_TRUE(g.ok()) << g.status();
+  std::optional<::jllm::testing::ScopedEnv> fuse(
+      std::in_place, std::vector<std::pair<std::string, std::string>>{{"JLLM_ATTN_FUSE_HEAD", "1"}});
+  auto lg = LowerGraph(*g);
+  ASSERT_TRUE(lg.ok()) << lg.status();
+  auto plan = PlanMemory(*g, *lg, 256, 16);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  int fused = 0;
+  for (size_t i = 0; i < g->nodes.size(); ++i) {
+    const ir::Node& n = g->nodes[i];
+    if (n.op == ir::OpKind::kQkNormRopeKvAppend) {
+      EXPECT_TRUE(lg->nodes[i].decode.empty()) << "node " << i;
+      ASSERT_EQ(lg->nodes[i].prefill.size(), 1u);
+      EXPECT_EQ(lg->nodes[i].prefill[0].kind, LaunchKind::kHeadOps);
+      continue;
+    }
+    if (n.op != ir::OpKind::kAttention) continue;
+    ASSERT_GT(i, 0u);
+    const ir::Node& h = g->nodes[i - 1];
+    ASSERT_EQ(h.op, ir::OpKind::kQkNormRopeKvAppend);
+    const auto& ha = h.attrs_as<ir::QkNormRopeKvAppendAttrs>();
+    ASSERT_EQ(lg->nodes[i].decode.size(), 1u);
+    const Launch& l = lg->nodes[i].decode[0];
+    EXPECT_EQ(l.ops[slot::kAttnXq].id, h.inputs[0]);
+    EXPECT_EQ(l.ops[slot::kAttnXk].id, h.inputs[1]);
+    EXPECT_EQ(l.ops[slot::kAttnXv].id, h.inputs[2]);
+    EXPECT_EQ(l.ops[slot::kAttnQGamma].id, h.weights[0]);
+    EXPECT_EQ(l.ops[slot::kAttnKGamma].id, h.weights[1]);
+    EXPECT_EQ(l.p1, ha.eps);
+    EXPECT_EQ(l.p2, ir::RopeThetaStep(ha.freq_base, ha.n_rot));
+    EXPECT_EQ(l.p3, ha.freq_scale);
+    EXPECT_NE(lg->specs[l.spec].defines.find("JLLM_FUSED_HEAD=1"), std::string::npos);
+    EXPECT_NE(lg->specs[l.spec].defines.find(absl::StrCat("JLLM_NROT=", ha.n_rot)), std::string::npos);
+    // Attention's output does not overlap what it reads in the arena.
+    auto range = [&](ir::ValueId v) {
+      int64_t bytes = 4 * 16;
+      for (int64_t d : g->type_of(v).shape.dims) bytes *= d == ir::kDimT ? 1 : d;
+      return std::make_pair(plan->value_offset[v], plan->value_offset[v] + bytes);
+    };
+    const auto out = range(n.outputs[0]);
+    for (int k = 0; k < 3; ++k) {
+      const auto in = range(h.inputs[k]);
+      EXPECT_TRUE(out.second <= in.first || in.second <= out.first) << "node " << i << " input " << k;
+    }
+    ++fused;
+  }
+  EXPECT_EQ(fused, 36);
+  fuse.reset();
+  auto separate = LowerGraph(*g);
+  ASSERT_TRUE(separate.ok()) << separate.status();
+  int head_ops = 0;
+  for (const Launch* l : DecodeLaunches(*separate)) {
+    if (l->kind == LaunchKind::kHeadOps) ++head_ops;
+    if (l->kind == LaunchKind::kAttentionDecode) {
+      EXPECT_FALSE(l->ops[slot::kAttnXq].present());
+    }
+  }
+  EXPECT_EQ(head_ops, 36);
+  EXPECT_EQ(DecodeLaunches(*separate).size(), DecodeLaunches(*lg).size() + 36);
+}
+
+// The prefill gate+up pair where its grid fills the GPU at a 512-token chunk (JLLM_GEMM_PAIR's
+// default, 2): 4b's 9,728-row matrices (76 row tiles x 8 token tiles = 608 CTAs) pair, 0.6b's
+// 3,072 rows (192 CTAs) do not; JLLM_GEMM_PAIR=1 pairs those too, 0 neither.
+TEST(Lowering, GateAndUpPairWhereThePairFillsTheGpu) {
+  auto pairs = [](const std::string& preset) {
+    auto g = testing::PresetGraph(preset);
+    EXPECT_TRUE(g.ok()) << g.status();
+    auto lg = LowerGraph(*g);
+    EXPECT_TRUE(lg.ok()) << lg.status();
+    int n = 0;
+    for (const NodeLowering& nl : lg->nodes) {
+      for (const Launch& l : nl.prefill) n += l.kind == LaunchKind::kGemm && l.ops[slot::kGemmW2].present();
+    }
+    return n;
+  };
+  EXPECT_EQ(pairs("4b"), 36);
+  EXPECT_EQ(pairs("0.6b"), 0);
+  {
+    ::jllm::testing::ScopedEnv env(std::vector<std::pair<std::string, std::string>>{{"JLLM_GEMM_PAIR", "1"}});
+    EXPECT_EQ(pairs("0.6b"), 28);
+  }
+  ::jllm::testing::ScopedEnv env(std::vector<std::pair<std::string, std::string>>{{"JLLM_GEMM_PAIR", "0"}});
+  EXPECT_EQ(pairs("4b"), 0);
 }
 
 // A tuning variable set to a value the kernels cannot take is ignored with a warning that names

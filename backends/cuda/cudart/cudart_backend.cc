@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "backends/cuda/cudart/cudart_device.h"
 #include "backends/cuda/cudart/device.h"
 #include "backends/cuda/exec/cuda_backend.h"
@@ -41,6 +42,11 @@ absl::StatusOr<CudaOpened> OpenCudaBackend(const CudaOpenOptions& options) {
       out.notice = absl::StrCat("the plan's ahead-of-time kernels are for ", absl::StrJoin(archs, ", "),
                                 "; this GPU is ", out.arch, ": compiling them with NVRTC");
     }
+  }
+  if (const char* omit = std::getenv("JLLM_OMIT"); omit != nullptr && *omit != '\0') {
+    bo.omit_kernels = absl::StrSplit(omit, ',', absl::SkipEmpty());
+    absl::StrAppend(&out.notice, out.notice.empty() ? "" : "; ", "JLLM_OMIT=", omit, ": kernels whose label contains any of these are left out of "
+                              "every step, so the outputs are wrong (a measuring aid; unset it for results)");
   }
   out.backend = CreateCudaBackendOn(std::move(device), std::move(bo));
   return out;

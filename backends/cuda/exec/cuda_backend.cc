@@ -63,6 +63,7 @@ class CudaBackend : public Backend {
     ro.max_context = options.max_context;
     ro.max_step_tokens = options.max_step_tokens;
     ro.debug_sync = options_.debug_sync;
+    ro.omit_kernels = options_.omit_kernels;
     ro.cubins = &options_.cubins;
     ASSIGN_OR_RETURN(runner_, GraphRunner::Create(graph, *device_, weights, ro));
     return absl::OkStatus();

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backends/backend.h"
 #include "backends/cuda/exec/device_api.h"
@@ -14,6 +15,7 @@ namespace jllm::cuda {
 
 struct CudaBackendOptions {
   bool debug_sync = false;  // see RunnerOptions::debug_sync
+  std::vector<std::string> omit_kernels;  // see RunnerOptions::omit_kernels
   // CUBINs from the plan for this device's architecture, by KernelSpec::ModuleKey().
   std::map<std::string, std::string> cubins;
 };

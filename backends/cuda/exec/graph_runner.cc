@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/match.h"
 #include "backends/cuda/device_layout.h"
 #include "backends/cuda/lowering/weight_repack.h"
 #include "backends/sampling.h"
@@ -259,16 +260,21 @@ absl::Status GraphRunner::UploadSampling(const SamplingParams& params) {
 std::vector<GraphRunner::Planned> GraphRunner::StepLaunches(int64_t n, bool sample, bool all_rows) const {
   std::vector<Planned> out;
   const Phase phase = n == 1 ? Phase::kDecode : Phase::kPrefill;
+  auto add = [&](const Launch& l, int node, Phase ph) {
+    const std::string& label = lowered_.specs[l.spec].label;
+    for (const std::string& omit : options_.omit_kernels) {
+      if (!omit.empty() && absl::StrContains(label, omit)) return;
+    }
+    out.push_back({&l, node, ph});
+  };
   for (size_t i = 0; i < lowered_.nodes.size(); ++i) {
     const NodeLowering& nl = lowered_.nodes[i];
-    for (const Launch& l : phase == Phase::kDecode ? nl.decode : nl.prefill) {
-      out.push_back({&l, static_cast<int>(i), phase});
-    }
+    for (const Launch& l : phase == Phase::kDecode ? nl.decode : nl.prefill) add(l, static_cast<int>(i), phase);
     if (all_rows) {
-      for (const Launch& l : nl.prefill_all_rows) out.push_back({&l, static_cast<int>(i), Phase::kPrefillAllRows});
+      for (const Launch& l : nl.prefill_all_rows) add(l, static_cast<int>(i), Phase::kPrefillAllRows);
     }
   }
-  if (sample && lowered_.sample.spec >= 0) out.push_back({&lowered_.sample, -1, phase});
+  if (sample && lowered_.sample.spec >= 0) add(lowered_.sample, -1, phase);
   return out;
 }
 

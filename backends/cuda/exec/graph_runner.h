@@ -37,6 +37,10 @@ struct RunnerOptions {
   bool debug_sync = false;
   // CUBINs compiled ahead of time for this device, by KernelSpec::ModuleKey().
   const std::map<std::string, std::string>* cubins = nullptr;
+  // A measuring aid, never for results: launches whose label contains one of these are left
+  // out of every step, so a benchmark shows what they cost inside the captured step
+  // ($JLLM_OMIT=head_ops,attention_decode). The outputs are wrong while any is set.
+  std::vector<std::string> omit_kernels;
 };
 
 class GraphRunner {

@@ -189,6 +189,21 @@ absl::StatusOr<std::vector<uint8_t>> BindArgs(const ir::Graph& graph, const Memo
       a.max_ctx = b.max_context;
       a.scale = l.p0;
       a.n_tokens = n;
+      if (l.ops.size() > slot::kAttnXq && l.ops[slot::kAttnXq].present()) {
+        AttentionArgs::FusedHead& h = a.head;
+        ASSIGN_OR_RETURN(h.xq, As<const float>(r, l.ops[slot::kAttnXq]));
+        ASSIGN_OR_RETURN(h.q_gamma, As<const float>(r, l.ops[slot::kAttnQGamma]));
+        ASSIGN_OR_RETURN(h.xk, As<const float>(r, l.ops[slot::kAttnXk]));
+        ASSIGN_OR_RETURN(h.k_gamma, As<const float>(r, l.ops[slot::kAttnKGamma]));
+        ASSIGN_OR_RETURN(h.xv, As<const float>(r, l.ops[slot::kAttnXv]));
+        h.k_cache = c->k;
+        h.v_cache = c->v;
+        h.k_scales = c->k_scales;
+        h.v_scales = c->v_scales;
+        h.eps = l.p1;
+        h.rope_step = l.p2;
+        h.rope_scale = l.p3;
+      }
       ASSIGN_OR_RETURN(a.prefetch, Prefetch(r, l));
       return Bytes(a);
     }

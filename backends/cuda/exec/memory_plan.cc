@@ -119,6 +119,9 @@ absl::StatusOr<MemoryPlan> PlanMemory(const ir::Graph& g, const LoweredGraph& lo
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     for (ir::ValueId v : g.nodes[i].inputs) last_use[v] = std::max(last_use[v], static_cast<int>(i));
   }
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    for (ir::ValueId v : lowered.nodes[i].extra_reads) last_use[v] = std::max(last_use[v], static_cast<int>(i));
+  }
   for (ir::ValueId v : g.outputs) last_use[v] = end;
   auto bytes_of = [&](ir::ValueId v) -> int64_t {
     int64_t n = 1;
@@ -147,6 +150,9 @@ absl::StatusOr<MemoryPlan> PlanMemory(const ir::Graph& g, const LoweredGraph& lo
     // Free what this node was the last to read (each value once), and outputs nothing reads.
     std::vector<ir::ValueId> done;
     for (ir::ValueId v : n.inputs) {
+      if (in_arena[v] && last_use[v] == static_cast<int>(i)) done.push_back(v);
+    }
+    for (ir::ValueId v : lowered.nodes[i].extra_reads) {
       if (in_arena[v] && last_use[v] == static_cast<int>(i)) done.push_back(v);
     }
     for (ir::ValueId v : n.outputs) {

@@ -13,9 +13,17 @@
 // order, in two rounds of loads: every (max, sum), then every acc. A single active split (up to
 // MINCHUNK positions) writes the output itself.
 //
-// Constants (-D): JLLM_D, JLLM_H, JLLM_HK, JLLM_KV, JLLM_NSPLIT, JLLM_MINCHUNK, JLLM_NW.
+// With the head ops fused (FUSED_HEAD: Qwen3's q/k RMSNorm + RoPE + KV append, which head_ops.cu
+// runs otherwise) every CTA norms and rotates its kv head's G query heads from the QKV
+// projection's output as it stages them, and the CTA whose split holds the new position (the
+// last active one) appends its k and v to the cache first, then reads them back with the rest:
+// one kernel boundary and one L2 round trip less per layer. The other CTAs' first tile is in
+// flight meanwhile, as is the appending CTA's unless that tile holds the new position.
+//
+// Constants (-D): JLLM_D, JLLM_H, JLLM_HK, JLLM_KV, JLLM_NSPLIT, JLLM_MINCHUNK, JLLM_NW,
+// JLLM_FUSED_HEAD (0/1), JLLM_NROT (rotated dimensions, with FUSED_HEAD).
+#include "head_transform.cuh"
 #include "kernel_args.h"
-#include "kv_cache.cuh"
 #include "launch_geometry.h"
 
 namespace {
@@ -40,12 +48,18 @@ constexpr int kChunks = kTile * (kD / 8);  // 8-element pieces of a K (or V) til
 constexpr int kLoads = (kChunks + kThreads - 1) / kThreads;  // pieces per thread
 constexpr int kPairs = (kG * kD + kThreads - 1) / kThreads;  // merge: (head, d) per thread
 constexpr int kMergeBatch = 8;  // splits whose acc loads a merging thread issues together
+constexpr bool kFusedHead = JLLM_FUSED_HEAD;
+#ifndef JLLM_NROT
+#define JLLM_NROT 0
+#endif
+constexpr int kRot = JLLM_NROT;
 
 static_assert(kH % kHk == 0, "GQA: H a multiple of Hkv");
 static_assert(kD % 32 == 0, "head_dim a multiple of 32");
 static_assert(kTile == 32, "one position per lane");
 static_assert(kMinChunk >= 1, "MINCHUNK >= 1");
 static_assert(kG <= kTile && kSplits <= kPitch, "the merge keeps split sums in ks");
+static_assert(!kFusedHead || kNw <= kTile, "FUSED_HEAD: a RoPE buffer (a row of ks) per warp");
 
 }  // namespace
 
@@ -68,6 +82,11 @@ JLLM_KERNEL(attention_decode, jllm::cuda::AttentionArgs, kThreads, 1) {
   const int p_begin = split * chunk;
   const int p_end = min(n_pos, p_begin + chunk);
 
+  const int pos = n_pos - 1;  // the new token's
+  // FUSED_HEAD: this CTA appends the new k and v; its first tile waits for them if it holds them.
+  const bool appends = kFusedHead && split == active - 1;
+  const bool issue_early = !appends || pos >= p_begin + kTile;
+
   KvRaw8<kKv> rk[kLoads], rv[kLoads];
   auto issue = [&](int base) {
 #pragma unroll
@@ -82,8 +101,33 @@ JLLM_KERNEL(attention_decode, jllm::cuda::AttentionArgs, kThreads, 1) {
       }
     }
   };
-  if (p_begin < p_end) issue(p_begin);
-  for (int i = threadIdx.x; i < kG * kD; i += kThreads) qs[i / kD][i % kD] = args.q[hk * kG * kD + i];
+  if (issue_early && p_begin < p_end) issue(p_begin);
+  if constexpr (kFusedHead) {
+    // Warp jobs: query head g (0 <= g < G), then, in the appending CTA, the kv head (job G).
+    // ks is free until the first tile is staged: row `warp` is the warp's RoPE buffer.
+    const auto& h = args.head;
+    const int jobs = split < active ? kG + (appends ? 1 : 0) : 0;  // splits past `active` have no positions
+    for (int job = warp; job < jobs; job += kNw) {
+      if (job < kG) {
+        float x[kPer];
+        LoadHead<kD, kRot>(h.xq, static_cast<long long>(hk * kG + job) * kD, h.q_gamma, true, true, h.eps, pos,
+                           h.rope_step, h.rope_scale, ks[warp], x);
+#pragma unroll
+        for (int i = 0; i < kPer; ++i) qs[job][lane + 32 * i] = x[i];
+      } else {
+        AppendKvHead<kKv, kD, kRot>(h.xk, h.k_gamma, true, true, h.xv, static_cast<long long>(hk) * kD, hk, pos,
+                                    h.eps, h.rope_step, h.rope_scale, h.k_cache, h.v_cache, h.k_scales,
+                                    h.v_scales, args.max_ctx, ks[warp]);
+      }
+      __syncwarp();  // the warp's RoPE buffer is free for its next job
+    }
+    if (!issue_early) {
+      __syncthreads();  // the new row is in the cache, visible to the CTA
+      if (p_begin < p_end) issue(p_begin);
+    }
+  } else {
+    for (int i = threadIdx.x; i < kG * kD; i += kThreads) qs[i / kD][i % kD] = args.q[hk * kG * kD + i];
+  }
 
   float m[kHeadsPerWarp], l[kHeadsPerWarp], acc[kHeadsPerWarp][kPer];
 #pragma unroll

@@ -107,6 +107,22 @@ struct AttentionArgs {
   float scale;         // applied to q·k before the softmax
   int n_tokens;
   L2Prefetch prefetch;  // decode: weights a later kernel reads (JLLM_PREFETCH)
+  // Decode with the head ops fused (JLLM_FUSED_HEAD): q is normed and rotated from these as it is
+  // staged, and the CTA whose split holds the new position appends its k and v to the cache.
+  struct FusedHead {
+    const float* xq;
+    const float* q_gamma;
+    const float* xk;
+    const float* k_gamma;
+    const float* xv;
+    void* k_cache;  // the same caches as above, writable
+    void* v_cache;
+    unsigned short* k_scales;
+    unsigned short* v_scales;
+    float eps;
+    float rope_step;   // base^(-2/n_rot), as HeadOpsArgs
+    float rope_scale;  // freq_scale
+  } head;
 };
 
 // Elementwise: y = a + b, or y = silu(a)·b, over n elements.

@@ -95,9 +95,11 @@ constexpr int kGemmMma = 2;
 // CTAs for the narrow matrices: 4b +11 %, 14b +5 %, 0.6b +33 % over 128 everywhere).
 constexpr int kGemmF16Bm = 128;
 constexpr int kGemmXSplit = 1;
-// A SwiGLU group's gate and up in one gemm_f16.cu launch with the SwiGLU in its epilogue (1), or
-// two GEMMs and an elementwise kernel (0, the default until a GPU has measured the pair).
-constexpr int kGemmPair = 0;
+// A SwiGLU group's gate and up in one gemm_f16.cu launch with the SwiGLU in its epilogue (1), two
+// GEMMs and an elementwise kernel (0), or the pair where its grid at a chunk of kGemmFillTokens
+// (tiles of 64 tokens) fills kGemmFillCtas CTAs (2, the default). Measured on the H200 (stop 20,
+// pp512): 4b +6.6 %, 14b +5.0 %, 0.6b -5.9 % (its pair grid: 192 CTAs) — the rule keeps 0.6b apart.
+constexpr int kGemmPair = 2;
 constexpr int kGemmFillTokens = 512, kGemmFillCtas = 2 * kGemvTargetSms;  // 2 CTAs an SM
 // JLLM_GEMM_MINB caps gemm_f16.cu's registers for that many CTAs per SM (default 2 of 8 warps,
 // 128 registers a thread). 3 for 64-token tiles (80 registers, where shared memory holds 3)
@@ -111,6 +113,12 @@ constexpr int kAttnDecodeWarps = 4;
 constexpr int kAttnPrefillWarps = 8;
 constexpr int kAttnPrefillRows = 32;  // query rows (tokens x heads of a group) per CTA
 constexpr int kHeadOpsWarps = 1;  // one head per CTA: the heads spread over SMs
+// Decode attention runs the layer's q/k norm + RoPE + KV append itself (1: attention_decode.cu,
+// FUSED_HEAD, one kernel a layer fewer) or after a head_ops launch (0, the default: the fused
+// kernel measured slower on the H200 at stop 20 — 4b tg128 567 -> 527, 14b 251 -> 240, 4b @ d8192
+// 353 -> 306 — its q transform and append lie on attention's critical path, where head_ops'
+// in-graph cost was 1.4 us a layer; docs/PERF.md).
+constexpr int kAttnFuseHead = 0;
 constexpr int kEltThreads = 256;
 
 // Says on stderr, once per variable, that a tuning variable's value is not used and why.
@@ -371,11 +379,7 @@ class Lowerer {
     const int type = static_cast<int>(w.type);
     const int mode = GemmMode();
     const bool f16 = mode == 2 && geo::GemmF16Supported(type);
-    int bm = f16 ? static_cast<int>(TuningOverride("JLLM_GEMM_BM", kGemmF16Bm, /*min=*/64, /*max=*/128)) : kGemmBm;
-    if (bm != 64 && bm != 128) {
-      WarnIgnored("JLLM_GEMM_BM", std::getenv("JLLM_GEMM_BM"), "64 or 128", kGemmF16Bm);
-      bm = kGemmF16Bm;
-    }
+    const int bm = f16 ? GemmF16Bm() : kGemmBm;
     const int64_t fill_bn =
         f16 && (up || geo::CeilDiv(n, bm) * geo::CeilDiv(kGemmFillTokens, 128) < kGemmFillCtas) ? 64 : kGemmBn;
     int bn = static_cast<int>(TuningOverride("JLLM_GEMM_BN", fill_bn, /*min=*/32, /*max=*/128));
@@ -439,12 +443,21 @@ class Lowerer {
     return l;
   }
 
+  // gemm_f16.cu's weight rows per CTA (JLLM_GEMM_BM).
+  static int GemmF16Bm() {
+    const int bm = static_cast<int>(TuningOverride("JLLM_GEMM_BM", kGemmF16Bm, /*min=*/64, /*max=*/128));
+    if (bm == 64 || bm == 128) return bm;
+    WarnIgnored("JLLM_GEMM_BM", std::getenv("JLLM_GEMM_BM"), "64 or 128", kGemmF16Bm);
+    return kGemmF16Bm;
+  }
+
   // Whether a SwiGLU group's gate and up run as one gemm_f16.cu pair (JLLM_GEMM_PAIR).
   bool GemmPairs(ir::WeightId gate, ir::WeightId up) {
     const ir::WeightRef &g = W(gate), &u = W(up);
-    return TuningOverride("JLLM_GEMM_PAIR", kGemmPair, /*min=*/0, /*max=*/1) != 0 && GemmMode() == 2 &&
-           geo::GemmF16Supported(static_cast<int>(g.type)) && g.type == u.type && g.dim(0) == u.dim(0) &&
-           g.dim(1) == u.dim(1);
+    const int64_t mode = TuningOverride("JLLM_GEMM_PAIR", kGemmPair, /*min=*/0, /*max=*/2);
+    const bool fills = geo::CeilDiv(g.dim(1), GemmF16Bm()) * geo::CeilDiv(kGemmFillTokens, 64) >= kGemmFillCtas;
+    return (mode == 1 || (mode == 2 && fills)) && GemmMode() == 2 && geo::GemmF16Supported(static_cast<int>(g.type)) &&
+           g.type == u.type && g.dim(0) == u.dim(0) && g.dim(1) == u.dim(1);
   }
 
   Launch RmsNorm(Operand x, ir::WeightId gamma, Operand y, int64_t width, float eps) {
@@ -659,6 +672,30 @@ class Lowerer {
     return absl::OkStatus();
   }
 
+  // The node just before attention node n if it is the q/k norm + RoPE + KV append feeding n's
+  // q (read by n alone) and cache, with every transform on (Qwen3), and fusing is on
+  // (JLLM_ATTN_FUSE_HEAD); else null.
+  const ir::Node* FusableHeadOps(const ir::Node& n) const {
+    if (TuningOverride("JLLM_ATTN_FUSE_HEAD", kAttnFuseHead, /*min=*/0, /*max=*/1) == 0 || node_ == 0) return nullptr;
+    const ir::Node& h = g_.nodes[node_ - 1];
+    if (h.op != OpKind::kQkNormRopeKvAppend || h.outputs[0] != n.inputs[0] || h.outputs.back() != n.inputs[1]) {
+      return nullptr;
+    }
+    const auto& a = h.attrs_as<ir::QkNormRopeKvAppendAttrs>();
+    const int64_t d = n.attrs_as<ir::AttentionAttrs>().head_dim;
+    if (a.head_dim != d || a.n_rot <= 0 || a.n_rot > d || a.n_rot % 2 != 0) return nullptr;
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      if (static_cast<int>(i) == node_) continue;
+      for (ir::ValueId v : g_.nodes[i].inputs) {
+        if (v == h.outputs[0]) return nullptr;  // another reader of the rotated q
+      }
+    }
+    for (ir::ValueId v : g_.outputs) {
+      if (v == h.outputs[0]) return nullptr;
+    }
+    return &h;
+  }
+
   absl::Status LowerAttention(const ir::Node& n, NodeLowering& nl) {
     const auto& a = n.attrs_as<ir::AttentionAttrs>();
     if (a.head_dim % 32 != 0 || a.head_dim > 256) {
@@ -667,20 +704,26 @@ class Lowerer {
     }
     const ir::KvDType kv = g_.kv_dtypes[a.layer];
     const int64_t g = a.n_head / a.n_head_kv;
-    const std::vector<Operand> ops = {Operand::Value(n.inputs[0]), Operand::Cache(static_cast<int32_t>(a.layer)),
-                                      Operand::Value(n.inputs[2]), Operand::Value(n.outputs[0])};
+    std::vector<Operand> ops(slot::kAttnCount, Operand::None());
+    ops[slot::kAttnQ] = Operand::Value(n.inputs[0]);
+    ops[slot::kAttnCache] = Operand::Cache(static_cast<int32_t>(a.layer));
+    ops[slot::kAttnPos] = Operand::Value(n.inputs[2]);
+    ops[slot::kAttnOut] = Operand::Value(n.outputs[0]);
+    const ir::Node* head = FusableHeadOps(n);
     const int64_t kv_row = a.head_dim * KvElemBytes(kv) + (kv == ir::KvDType::kInt8 ? 2 : 0);
     const std::string shape = absl::StrCat(a.n_head, "/", a.n_head_kv, "x", a.head_dim, " ",
                                            Sv(ir::KvDTypeName(kv)));
     {
       const int64_t splits = std::clamp<int64_t>(TuningOverride("JLLM_ATTN_SPLITS", kAttnSplits), 1, a.head_dim + 1);
       const int64_t nw = std::clamp<int64_t>(TuningOverride("JLLM_ATTN_NW", kAttnDecodeWarps), 1, 32);
+      std::vector<std::string> defines = {
+          D("JLLM_D", a.head_dim), D("JLLM_H", a.n_head), D("JLLM_HK", a.n_head_kv),
+          D("JLLM_KV", static_cast<int>(kv)), D("JLLM_NSPLIT", splits),
+          D("JLLM_MINCHUNK", TuningOverride("JLLM_ATTN_MINCHUNK", kAttnMinChunk)), D("JLLM_NW", nw),
+          D("JLLM_FUSED_HEAD", head != nullptr)};
+      if (head != nullptr) defines.push_back(D("JLLM_NROT", head->attrs_as<ir::QkNormRopeKvAppendAttrs>().n_rot));
       KernelSpec s = Base("attention_decode.cu", "attention_decode",
-                          absl::StrCat("attention_decode ", shape),
-                          {D("JLLM_D", a.head_dim), D("JLLM_H", a.n_head), D("JLLM_HK", a.n_head_kv),
-                           D("JLLM_KV", static_cast<int>(kv)), D("JLLM_NSPLIT", splits),
-                           D("JLLM_MINCHUNK", TuningOverride("JLLM_ATTN_MINCHUNK", kAttnMinChunk)),
-                           D("JLLM_NW", nw)},
+                          absl::StrCat("attention_decode ", shape, head != nullptr ? " +head_ops" : ""), defines,
                           32 * static_cast<int>(nw));
       s.grid_x = a.n_head_kv;
       s.grid_y = static_cast<int>(splits);
@@ -689,9 +732,24 @@ class Lowerer {
       s.flops_per_token = 0;
       Launch l;
       l.kind = LaunchKind::kAttentionDecode;
-      l.spec = Add(std::move(s));
       l.ops = ops;
       l.p0 = a.scale;
+      if (head != nullptr) {
+        // The head op's decode launch goes; its inputs are read here, and live until here.
+        const auto& h = head->attrs_as<ir::QkNormRopeKvAppendAttrs>();
+        l.ops[slot::kAttnXq] = Operand::Value(head->inputs[0]);
+        l.ops[slot::kAttnXk] = Operand::Value(head->inputs[1]);
+        l.ops[slot::kAttnXv] = Operand::Value(head->inputs[2]);
+        l.ops[slot::kAttnQGamma] = Operand::Weight(head->weights[0]);
+        l.ops[slot::kAttnKGamma] = Operand::Weight(head->weights[1]);
+        l.p1 = h.eps;
+        l.p2 = ir::RopeThetaStep(h.freq_base, h.n_rot > 0 ? h.n_rot : 2);
+        l.p3 = h.freq_scale;
+        out_.nodes[node_ - 1].decode.clear();
+        nl.extra_reads = {head->inputs[0], head->inputs[1], head->inputs[2]};
+        s.bytes_per_token += 2 * a.n_head_kv * a.head_dim * (4 + KvElemBytes(kv));
+      }
+      l.spec = Add(std::move(s));
       l.workspace_floats = a.n_head * splits * geo::AttentionPartialFloats(static_cast<int>(a.head_dim));
       l.workspace_counters = a.n_head_kv;
       nl.decode.push_back(l);

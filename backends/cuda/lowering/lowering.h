@@ -58,7 +58,8 @@ enum Gemm { kGemmX, kGemmResidual, kGemmW, kGemmY, kGemmW2, kGemmCount };
 enum Embed { kEmbedTokens, kEmbedPos, kEmbedTable, kEmbedY, kEmbedCount };
 enum RmsNorm { kNormX, kNormGamma, kNormY, kNormCount };
 enum HeadOps { kHeadPos, kHeadXq, kHeadQGamma, kHeadYq, kHeadXk, kHeadKGamma, kHeadXv, kHeadCache, kHeadCount };
-enum Attention { kAttnQ, kAttnCache, kAttnPos, kAttnOut, kAttnCount };
+// kAttnXq..kAttnXv: decode attention with the head ops fused (their inputs; else absent).
+enum Attention { kAttnQ, kAttnCache, kAttnPos, kAttnOut, kAttnXq, kAttnQGamma, kAttnXk, kAttnKGamma, kAttnXv, kAttnCount };
 enum Elementwise { kEltA, kEltB, kEltY, kEltCount };
 enum Sample { kSampleLogits, kSampleCount };
 }  // namespace slot
@@ -67,8 +68,8 @@ struct Launch {
   LaunchKind kind = LaunchKind::kElementwise;
   int32_t spec = -1;             // index into LoweredGraph::specs
   std::vector<Operand> ops;      // by the slot enum of `kind`
-  float p0 = 0, p1 = 0, p2 = 0;  // gemv/rms_norm/head_ops: eps; head_ops: rope step, scale;
-                                 // attention: scale
+  float p0 = 0, p1 = 0, p2 = 0, p3 = 0;  // gemv/rms_norm/head_ops: eps; head_ops: rope step, scale;
+                                         // attention: scale (+ fused head ops: eps, rope step, scale)
   int64_t width = 0;             // elementwise: elements per token
   // Scratch this launch needs in the shared workspace (reset by the kernel itself).
   int64_t workspace_floats = 0;
@@ -84,6 +85,9 @@ struct NodeLowering {
   std::vector<Launch> prefill;
   std::vector<Launch> prefill_all_rows;  // logits: every row (empty for other nodes)
   std::vector<int64_t> temp_widths;      // f32 [T, width] scratch the launches use
+  // Values the decode launches read that are not the node's inputs: a producer fused into this
+  // node reads its own inputs here, so they must live until this node (memory_plan.cc).
+  std::vector<ir::ValueId> extra_reads;
 };
 
 struct LoweredGraph {
