@@ -428,7 +428,7 @@ void AttentionCases(std::vector<OpCase>& cases) {
   struct P { int64_t h, hkv, d, t1, t2; bool fused; };
   std::vector<P> params = {{4, 4, 64, 5, 1, false}, {4, 2, 64, 6, 3, false},
                            {8, 2, 128, 4, 1, false}, {16, 8, 128, 9, 2, false},
-                           {4, 2, 64, 5, 2, true}, {16, 8, 128, 3, 1, true}};
+                           {8, 2, 128, 63, 1, false}, {4, 2, 64, 5, 2, true}, {16, 8, 128, 3, 1, true}};
   for (P p : params) {
     for (ir::KvDType kv : {ir::KvDType::kF16, ir::KvDType::kInt8, ir::KvDType::kF32}) {
       cases.push_back({absl::StrCat(p.fused ? "qk_norm_rope_kv_append_attention" : "attention",

@@ -102,10 +102,11 @@ void CheckLockstepWithCpuRef(bool passes_on) {
 // bind to the weights, the emulation reads each range's ends, and the results do not move).
 TEST(EmuModelTest, LockstepWithCpuRef) {
   // As the reference model runs: its GEMVs are big enough for q4_K and q6_K pairs, the tiny one's
-  // are not (lowering.cc, kGemvPairsMinMib). And decode attention with the head ops fused into it
-  // (JLLM_ATTN_FUSE_HEAD=1; off by default, the other lockstep run has no fused head op node).
+  // are not (lowering.cc, kGemvPairsMinMib). And attention_decode.cu with the head ops fused into
+  // it (JLLM_ATTN_FUSE_HEAD=1, off by default; the other lockstep run has no fused head op node,
+  // and the default decode attention, attention_rows.cu, runs in the session test below).
   ::jllm::testing::ScopedEnv env(std::vector<std::pair<std::string, std::string>>{
-      {"JLLM_GEMV_PAIRS_MIN_MIB", "0"}, {"JLLM_ATTN_FUSE_HEAD", "1"}});
+      {"JLLM_GEMV_PAIRS_MIN_MIB", "0"}, {"JLLM_ATTN_FUSE_HEAD", "1"}, {"JLLM_ATTN_KERNEL", "1"}});
   CheckLockstepWithCpuRef(true);
 }
 
@@ -118,7 +119,7 @@ TEST(EmuModelTest, LockstepWithCpuRefUnfusedF32PrefillAndPrefetch) {
 }
 
 // JLLM_OMIT's launches filter (RunnerOptions::omit_kernels): a label that matches nothing
-// leaves every logit as it was; leaving decode attention out changes the decode step's logits
+// leaves every logit as it was; leaving decode attention (any of its kernels) out changes the decode step's logits
 // (its output keeps what the prefill left there) but not the prefill's, which has its own kernel.
 TEST(EmuModelTest, OmittedKernelsAreLeftOutOfTheStep) {
   const ir::Graph graph = Lowered(true);
@@ -143,7 +144,7 @@ TEST(EmuModelTest, OmittedKernelsAreLeftOutOfTheStep) {
   const auto none = run({"no kernel is called this"});
   EXPECT_EQ(none.first, full.first);
   EXPECT_EQ(none.second, full.second);
-  const auto omitted = run({"attention_decode"});
+  const auto omitted = run({"attention_rows", "attention_mma", "attention_decode"});  // whichever decodes
   EXPECT_EQ(omitted.first, full.first);
   ASSERT_EQ(omitted.second.size(), full.second.size());
   EXPECT_NE(omitted.second, full.second);

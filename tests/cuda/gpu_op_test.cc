@@ -49,6 +49,7 @@ TEST(GpuSampleKernel, MatchesTheReference) {
   auto dev = cuda::testing::OpenDevice();
   ASSERT_NE(dev, nullptr);
   cuda::testing::CheckDeviceSamplerMatchesReference(*dev, 1000, 40);
+  cuda::testing::CheckDeviceSamplerMatchesReference(*dev, 1001, 10);
   cuda::testing::CheckDeviceSamplerMatchesReference(*dev, 151936, 20);
 }
 

@@ -16,6 +16,7 @@ enum class VariantCases {
   kGemvNorm,    // the same, those with an RMSNorm prologue only
   kGemvPairs,   // the same, those that read a q4_K or q6_K matrix only
   kPrefill,     // the prefill GEMM: matmuls of more than one token
+  kAttention,   // decode attention: the attention cases
 };
 
 struct OpVariant {
@@ -39,7 +40,11 @@ struct OpVariant {
 // through stop 17), on the tf32 tensor cores for every type (the default through stop 18; the
 // default now reads the K-quants and q8_0 as raw quant tiles on the f16 tensor cores, gemm_f16.cu,
 // 128 rows a CTA with x as hi and lo), and gemm_f16.cu with 64 x 32 tiles, x as hi only and a
-// SwiGLU's gate and up of one type as one pair (two types stay two GEMMs).
+// SwiGLU's gate and up of one type as one pair (two types stay two GEMMs). Decode attention:
+// attention_decode.cu (tiles staged in shared memory, the kernel through stop 19), and both
+// kernels with chunks of one position (a split per position: the cross-split merge, and warps
+// without a tile), and attention_rows.cu with one warp for a whole chunk (its online softmax
+// across tiles); attention_mma.cu (the f16 cases; the others run attention_rows.cu) likewise.
 inline std::vector<OpVariant> CudaKernelVariants() {
   return {
       {"registers_r1",
@@ -70,6 +75,14 @@ inline std::vector<OpVariant> CudaKernelVariants() {
         {"JLLM_GEMM_XSPLIT", "0"},
         {"JLLM_GEMM_PAIR", "1"}},
        VariantCases::kPrefill},
+      {"attention_tiles", {{"JLLM_ATTN_KERNEL", "1"}}, VariantCases::kAttention},
+      {"attention_tiles_chunk1", {{"JLLM_ATTN_KERNEL", "1"}, {"JLLM_ATTN_MINCHUNK", "1"}}, VariantCases::kAttention},
+      {"attention_rows_chunk1", {{"JLLM_ATTN_MINCHUNK", "1"}}, VariantCases::kAttention},
+      {"attention_rows_nw1", {{"JLLM_ATTN_NW", "1"}, {"JLLM_ATTN_MINCHUNK", "256"}}, VariantCases::kAttention},
+      {"attention_mma", {{"JLLM_ATTN_KERNEL", "3"}}, VariantCases::kAttention},
+      {"attention_mma_chunk1", {{"JLLM_ATTN_KERNEL", "3"}, {"JLLM_ATTN_MINCHUNK", "1"}}, VariantCases::kAttention},
+      {"attention_mma_nw1", {{"JLLM_ATTN_KERNEL", "3"}, {"JLLM_ATTN_NW", "1"}, {"JLLM_ATTN_MINCHUNK", "256"}},
+       VariantCases::kAttention},
   };
 }
 

@@ -2,6 +2,7 @@
 // and what becomes of a tuning variable the kernels cannot take.
 #include <algorithm>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -89,7 +90,8 @@ TEST(Lowering, HeadOpsAndAttentionPrefetchTheNextGemvsWeights) {
   EXPECT_EQ(attention, 36);
 }
 
-// Decode attention takes over the layer's q/k norm + RoPE + KV append (JLLM_ATTN_FUSE_HEAD=1): the head
+// Decode attention takes over the layer's q/k norm + RoPE + KV append (JLLM_ATTN_FUSE_HEAD=1, with
+// attention_decode.cu: JLLM_ATTN_KERNEL=1): the head
 // op's node has no decode launch (its prefill launch stays), attention's reads that op's inputs
 // and parameters, and the memory plan keeps those inputs alive until attention — no value
 // attention writes may lie where it still reads. Without it (the default) the two launches stay.
@@ -97,7 +99,8 @@ TEST(Lowering, DecodeAttentionRunsTheHeadOpsOfItsLayer) {
   auto g = testing::PresetGraph("4b");
   ASSERT_TRUE(g.ok()) << g.status();
   std::optional<::jllm::testing::ScopedEnv> fuse(
-      std::in_place, std::vector<std::pair<std::string, std::string>>{{"JLLM_ATTN_FUSE_HEAD", "1"}});
+      std::in_place,
+      std::vector<std::pair<std::string, std::string>>{{"JLLM_ATTN_FUSE_HEAD", "1"}, {"JLLM_ATTN_KERNEL", "1"}});
   auto lg = LowerGraph(*g);
   ASSERT_TRUE(lg.ok()) << lg.status();
   auto plan = PlanMemory(*g, *lg, 256, 16);
@@ -154,6 +157,29 @@ TEST(Lowering, DecodeAttentionRunsTheHeadOpsOfItsLayer) {
   }
   EXPECT_EQ(head_ops, 36);
   EXPECT_EQ(DecodeLaunches(*separate).size(), DecodeLaunches(*lg).size() + 36);
+}
+
+// The decode attention kernel by JLLM_ATTN_KERNEL: 4b's 8 kv heads of G = 4 and head_dim 128 with
+// an f16 cache take attention_rows.cu by default, attention_mma.cu with 3 and attention_decode.cu
+// with 1.
+TEST(Lowering, DecodeAttentionKernelBySwitch) {
+  auto g = testing::PresetGraph("4b");
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto kernels = [&] {
+    auto lg = LowerGraph(*g);
+    EXPECT_TRUE(lg.ok()) << lg.status();
+    std::set<std::string> out;
+    for (const Launch* l : DecodeLaunches(*lg)) {
+      if (l->kind == LaunchKind::kAttentionDecode) out.insert(lg->specs[l->spec].kernel);
+    }
+    return out;
+  };
+  EXPECT_EQ(kernels(), std::set<std::string>{"attention_rows"});
+  for (const auto& [value, kernel] : std::vector<std::pair<std::string, std::string>>{
+           {"3", "attention_mma"}, {"2", "attention_rows"}, {"1", "attention_decode"}}) {
+    ::jllm::testing::ScopedEnv env(std::vector<std::pair<std::string, std::string>>{{"JLLM_ATTN_KERNEL", value}});
+    EXPECT_EQ(kernels(), std::set<std::string>{kernel}) << value;
+  }
 }
 
 // The prefill gate+up pair where its grid fills the GPU at a 512-token chunk (JLLM_GEMM_PAIR's

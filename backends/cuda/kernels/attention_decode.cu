@@ -9,9 +9,8 @@
 // in flight (in registers) while the current one, staged in shared memory as f32, is used —
 // each warp, for its query heads, scores the 32 positions (lane j: position j), keeps an online
 // softmax (max, sum) and accumulates its heads' D dimensions of V. The CTA writes (acc, max, sum)
-// per head; the last CTA of the kv head (a ticket counter) merges the active splits in a fixed
-// order, in two rounds of loads: every (max, sum), then every acc. A single active split (up to
-// MINCHUNK positions) writes the output itself.
+// per head; the last CTA of the kv head merges the active splits (attention_merge.cuh). A single
+// active split (up to MINCHUNK positions) writes the output itself.
 //
 // With the head ops fused (FUSED_HEAD: Qwen3's q/k RMSNorm + RoPE + KV append, which head_ops.cu
 // runs otherwise) every CTA norms and rotates its kv head's G query heads from the QKV
@@ -22,6 +21,7 @@
 //
 // Constants (-D): JLLM_D, JLLM_H, JLLM_HK, JLLM_KV, JLLM_NSPLIT, JLLM_MINCHUNK, JLLM_NW,
 // JLLM_FUSED_HEAD (0/1), JLLM_NROT (rotated dimensions, with FUSED_HEAD).
+#include "attention_merge.cuh"
 #include "head_transform.cuh"
 #include "kernel_args.h"
 #include "launch_geometry.h"
@@ -46,8 +46,7 @@ constexpr int kPitch = kD + 1;
 constexpr int kPartial = jllm::cuda::geometry::AttentionPartialFloats(kD);
 constexpr int kChunks = kTile * (kD / 8);  // 8-element pieces of a K (or V) tile
 constexpr int kLoads = (kChunks + kThreads - 1) / kThreads;  // pieces per thread
-constexpr int kPairs = (kG * kD + kThreads - 1) / kThreads;  // merge: (head, d) per thread
-constexpr int kMergeBatch = 8;  // splits whose acc loads a merging thread issues together
+using Merge = AttentionMerge<kG, kD, kSplits, kThreads>;
 constexpr bool kFusedHead = JLLM_FUSED_HEAD;
 #ifndef JLLM_NROT
 #define JLLM_NROT 0
@@ -58,7 +57,7 @@ static_assert(kH % kHk == 0, "GQA: H a multiple of Hkv");
 static_assert(kD % 32 == 0, "head_dim a multiple of 32");
 static_assert(kTile == 32, "one position per lane");
 static_assert(kMinChunk >= 1, "MINCHUNK >= 1");
-static_assert(kG <= kTile && kSplits <= kPitch, "the merge keeps split sums in ks");
+static_assert(kG <= kTile, "a warp's heads");
 static_assert(!kFusedHead || kNw <= kTile, "FUSED_HEAD: a RoPE buffer (a row of ks) per warp");
 
 }  // namespace
@@ -67,9 +66,7 @@ JLLM_KERNEL(attention_decode, jllm::cuda::AttentionArgs, kThreads, 1) {
   __shared__ float qs[kG][kD];
   __shared__ float ks[kTile][kPitch];
   __shared__ float vs[kTile][kPitch];
-  __shared__ float weight[kG][kSplits];  // merge: exp(max_split - max) per (head, split)
-  __shared__ float inv_sum[kG];
-  __shared__ unsigned ticket;
+  __shared__ Merge::Smem merge;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int hk = blockIdx.x, split = blockIdx.y;
 
@@ -222,64 +219,5 @@ JLLM_KERNEL(attention_decode, jllm::cuda::AttentionArgs, kThreads, 1) {
     }
   }
 
-  // The last CTA of this kv head merges the active splits.
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) ticket = atomicAdd(&args.counters[hk], 1u);
-  __syncthreads();
-  if (ticket != kSplits - 1) return;
-  __threadfence();
-  const float* parts = args.partials + static_cast<long long>(hk * kG) * kSplits * kPartial;
-  // Round 1: every split's max into `weight`, its sum into `ks` (free now).
-  for (int i = threadIdx.x; i < kG * active; i += kThreads) {
-    const int g = i / active, sp = i % active;
-    weight[g][sp] = jllm_load_l2_f32(parts + (g * kSplits + sp) * kPartial + kD);
-    ks[g][sp] = jllm_load_l2_f32(parts + (g * kSplits + sp) * kPartial + kD + 1);
-  }
-  __syncthreads();
-  if (threadIdx.x < kG) {
-    const int g = threadIdx.x;
-    float mx = JLLM_NEG_INF;
-    for (int sp = 0; sp < active; ++sp) mx = fmaxf(mx, weight[g][sp]);
-    float sum = 0.f;
-    for (int sp = 0; sp < active; ++sp) {
-      const float f = weight[g][sp] == JLLM_NEG_INF ? 0.f : expf(weight[g][sp] - mx);
-      weight[g][sp] = f;
-      sum = fmaf(ks[g][sp], f, sum);
-    }
-    inv_sum[g] = 1.0f / sum;
-  }
-  __syncthreads();
-  // Round 2: thread (head, d) pairs; kMergeBatch splits of every pair in flight together.
-  float a[kPairs];
-#pragma unroll
-  for (int k = 0; k < kPairs; ++k) a[k] = 0.f;
-  for (int sp0 = 0; sp0 < active; sp0 += kMergeBatch) {
-    float v[kPairs][kMergeBatch];
-#pragma unroll
-    for (int k = 0; k < kPairs; ++k) {
-      const int i = threadIdx.x + kThreads * k, g = i / kD, d = i % kD;
-#pragma unroll
-      for (int b = 0; b < kMergeBatch; ++b) {
-        v[k][b] = (i < kG * kD && sp0 + b < active)
-                      ? jllm_load_l2_f32(parts + (g * kSplits + sp0 + b) * kPartial + d)
-                      : 0.f;
-      }
-    }
-#pragma unroll
-    for (int k = 0; k < kPairs; ++k) {
-      const int i = threadIdx.x + kThreads * k, g = i / kD;
-      if (i >= kG * kD) continue;
-#pragma unroll
-      for (int b = 0; b < kMergeBatch; ++b) {
-        if (sp0 + b < active) a[k] = fmaf(v[k][b], weight[g][sp0 + b], a[k]);
-      }
-    }
-  }
-#pragma unroll
-  for (int k = 0; k < kPairs; ++k) {
-    const int i = threadIdx.x + kThreads * k, g = i / kD, d = i % kD;
-    if (i < kG * kD) args.out[(hk * kG + g) * kD + d] = a[k] * inv_sum[g];
-  }
-  if (threadIdx.x == 0) args.counters[hk] = 0;
+  Merge::IfLast(args, hk, active, merge);
 }

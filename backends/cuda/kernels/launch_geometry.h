@@ -92,6 +92,20 @@ constexpr int GemmF16SmemBytes(int type, int bm, int bn, int x_parts, int mats) 
 // attention_decode.cu: one CTA per (kv head, split); partials of [D] acc + max + sum per head.
 constexpr int AttentionPartialFloats(int head_dim) { return head_dim + 2; }
 
+// attention_rows.cu: each lane of a warp scores one cache row of a 32-position tile and a row's
+// 8-element pieces are spread over D / 8 lanes for V, so D / 8 must divide 32; the CTA's warps
+// merge their (max, sum, acc) in shared memory: q [G][D], then [NW][G][D] acc + [NW][G] x 2.
+constexpr bool AttentionRowsSupported(int head_dim) {
+  return head_dim % 8 == 0 && head_dim / 8 <= 32 && 32 % (head_dim / 8) == 0;
+}
+constexpr int AttentionRowsSmemBytes(int g, int head_dim, int warps) {
+  return (g * head_dim + warps * g * (head_dim + 2)) * 4;
+}
+inline constexpr int kAttnRowsSmemMax = 40 * 1024;  // static shared memory, under 48 KiB
+// attention_mma.cu (f16 caches): the G heads are the rows of an m16n8k16 MMA whose upper 8 rows
+// stay zero, and a lane's fragments cover D / 4 contiguous dimensions of a K row (D 64 or 128).
+constexpr bool AttentionMmaSupported(int g, int head_dim) { return g <= 8 && (head_dim == 64 || head_dim == 128); }
+
 // attention_prefill.cu: the CTA's query rows (QT tokens x G heads) plus a K and a V tile of
 // 32 positions, all f32, K/V rows padded by one float (conflict-free column reads).
 inline constexpr int kAttnKeyTile = 32;

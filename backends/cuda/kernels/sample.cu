@@ -181,11 +181,36 @@ JLLM_KERNEL(sample, jllm::cuda::SampleArgs, kThreads, 1) {
     lg = args.work;
   }
 
-  // The best key: the greedy choice, and the max logit for the softmax.
+  // The best key: the greedy choice, and the max logit for the softmax. The row is read as
+  // float4, kMaxLoads of them in flight per thread (one CTA reads all of it: a plain strided
+  // loop kept a load or two in flight and cost ~20-30 us a step; docs/PERF.md).
   jllm_u64 best = 0;
-  for (int i = tid; i < kV; i += kThreads) {
-    const jllm_u64 k = KeyOf(Logit(lg, i), i);
-    best = k > best ? k : best;
+  {
+    constexpr int kV4 = kV / 4, kMaxLoads = 8;
+    const float4* lg4 = reinterpret_cast<const float4*>(lg);  // the logits row and `work` are 16-byte aligned
+    for (int i0 = tid; i0 < kV4; i0 += kThreads * kMaxLoads) {
+      float4 v[kMaxLoads];
+#pragma unroll
+      for (int u = 0; u < kMaxLoads; ++u) {
+        const int i = i0 + u * kThreads;
+        if (i < kV4) v[u] = lg4[i];
+      }
+#pragma unroll
+      for (int u = 0; u < kMaxLoads; ++u) {
+        const int i = i0 + u * kThreads;
+        if (i >= kV4) continue;
+        const float e[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+          const jllm_u64 k = KeyOf(e[c] != e[c] ? JLLM_NEG_INF : e[c], 4 * i + c);  // as Logit()
+          best = k > best ? k : best;
+        }
+      }
+    }
+    for (int i = 4 * kV4 + tid; i < kV; i += kThreads) {
+      const jllm_u64 k = KeyOf(Logit(lg, i), i);
+      best = k > best ? k : best;
+    }
   }
   best = WarpMaxU64(best);
   if (lane == 0) sh.warp_k[warp] = best;

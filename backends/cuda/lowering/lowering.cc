@@ -107,9 +107,19 @@ constexpr int kGemmFillTokens = 512, kGemmFillCtas = 2 * kGemvTargetSms;  // 2 C
 // Decode head_ops and attention prefetch the next GEMVs' weights into L2 (1) or not (0, the
 // default: measured slower on the H200, 4b tg128 -4 %, 14b -6 %, 4b @ d8192 -3 %; docs/PERF.md).
 constexpr int kPrefetch = 0;
+// Decode attention: attention_mma.cu (3: attention_rows.cu's schedule with both products on the
+// f16 tensor cores, for f16 caches with G <= 8 and head_dim 64 or 128; elsewhere 2),
+// attention_rows.cu (2, the default where head_dim / 8 divides 32: every warp on its own tiles,
+// K and V rows straight into registers) or attention_decode.cu (1: the CTA's tiles staged in
+// shared memory; the kernel through stop 19, and the one with FUSED_HEAD).
+constexpr int kAttnKernel = 2;
 constexpr int kAttnSplits = 32;
 constexpr int kAttnMinChunk = 64;  // positions: fewer, fuller splits at short context
 constexpr int kAttnDecodeWarps = 4;
+// attention_rows.cu: 8 warps, one CTA an SM (registers), so 16 splits of the 8 kv heads of
+// Qwen3 fill ~one wave; a split is at least one tile per warp.
+constexpr int kAttnRowsSplits = 16;
+constexpr int kAttnRowsWarps = 8;
 constexpr int kAttnPrefillWarps = 8;
 constexpr int kAttnPrefillRows = 32;  // query rows (tokens x heads of a group) per CTA
 constexpr int kHeadOpsWarps = 1;  // one head per CTA: the heads spread over SMs
@@ -161,6 +171,8 @@ int GemvActivationPlanes() {
 
 int GemmMode() { return static_cast<int>(TuningOverride("JLLM_GEMM_MMA", kGemmMma, /*min=*/0, /*max=*/2)); }
 bool GemmTensorCores() { return GemmMode() != 0; }
+
+int AttentionKernel() { return static_cast<int>(TuningOverride("JLLM_ATTN_KERNEL", kAttnKernel, /*min=*/1, /*max=*/3)); }
 
 bool Prefetching() { return TuningOverride("JLLM_PREFETCH", kPrefetch, /*min=*/0, /*max=*/1) != 0; }
 
@@ -677,6 +689,11 @@ class Lowerer {
   // (JLLM_ATTN_FUSE_HEAD); else null.
   const ir::Node* FusableHeadOps(const ir::Node& n) const {
     if (TuningOverride("JLLM_ATTN_FUSE_HEAD", kAttnFuseHead, /*min=*/0, /*max=*/1) == 0 || node_ == 0) return nullptr;
+    if (AttentionKernel() != 1) {
+      WarnIgnored("JLLM_ATTN_FUSE_HEAD", std::getenv("JLLM_ATTN_FUSE_HEAD"),
+                  "used with attention_rows.cu or attention_mma.cu (it needs JLLM_ATTN_KERNEL=1)", 0);
+      return nullptr;
+    }
     const ir::Node& h = g_.nodes[node_ - 1];
     if (h.op != OpKind::kQkNormRopeKvAppend || h.outputs[0] != n.inputs[0] || h.outputs.back() != n.inputs[1]) {
       return nullptr;
@@ -713,8 +730,43 @@ class Lowerer {
     const int64_t kv_row = a.head_dim * KvElemBytes(kv) + (kv == ir::KvDType::kInt8 ? 2 : 0);
     const std::string shape = absl::StrCat(a.n_head, "/", a.n_head_kv, "x", a.head_dim, " ",
                                            Sv(ir::KvDTypeName(kv)));
-    {
-      const int64_t splits = std::clamp<int64_t>(TuningOverride("JLLM_ATTN_SPLITS", kAttnSplits), 1, a.head_dim + 1);
+    const bool mma = head == nullptr && AttentionKernel() == 3 && kv == ir::KvDType::kF16 &&
+                     geo::AttentionMmaSupported(static_cast<int>(g), static_cast<int>(a.head_dim));
+    if (head == nullptr && (mma || AttentionKernel() >= 2) && geo::AttentionRowsSupported(static_cast<int>(a.head_dim))) {
+      const int64_t splits = std::clamp<int64_t>(TuningOverride("JLLM_ATTN_SPLITS", kAttnRowsSplits), 1, 256);
+      int64_t nw = std::clamp<int64_t>(TuningOverride("JLLM_ATTN_NW", kAttnRowsWarps), 1, 32);
+      while (nw > 1 && geo::AttentionRowsSmemBytes(static_cast<int>(g), static_cast<int>(a.head_dim),
+                                                   static_cast<int>(nw)) > geo::kAttnRowsSmemMax) {
+        nw /= 2;
+      }
+      if (geo::AttentionRowsSmemBytes(static_cast<int>(g), static_cast<int>(a.head_dim), static_cast<int>(nw)) >
+          geo::kAttnRowsSmemMax) {
+        return absl::UnimplementedError(absl::StrCat("attention with ", g, " query heads per kv head of ", a.head_dim,
+                                                     " dimensions: too many for attention_rows.cu's shared memory "
+                                                     "(JLLM_ATTN_KERNEL=1 runs attention_decode.cu)"));
+      }
+      // A split is at least a tile per warp: 32 positions (rows), 16 (mma).
+      std::vector<std::string> defines = {D("JLLM_D", a.head_dim), D("JLLM_H", a.n_head), D("JLLM_HK", a.n_head_kv),
+                                          D("JLLM_NSPLIT", splits),
+                                          D("JLLM_MINCHUNK", TuningOverride("JLLM_ATTN_MINCHUNK", (mma ? 16 : 32) * nw)),
+                                          D("JLLM_NW", nw)};
+      if (!mma) defines.push_back(D("JLLM_KV", static_cast<int>(kv)));
+      const std::string kernel = mma ? "attention_mma" : "attention_rows";
+      KernelSpec s = Base(kernel + ".cu", kernel, absl::StrCat(kernel, " ", shape), defines, 32 * static_cast<int>(nw));
+      s.grid_x = a.n_head_kv;
+      s.grid_y = static_cast<int>(splits);
+      s.bytes_per_token = 2 * a.n_head * a.head_dim * 4;
+      s.kv_bytes_per_position = 2 * a.n_head_kv * kv_row;
+      Launch l;
+      l.kind = LaunchKind::kAttentionDecode;
+      l.spec = Add(std::move(s));
+      l.ops = ops;
+      l.p0 = a.scale;
+      l.workspace_floats = a.n_head * splits * geo::AttentionPartialFloats(static_cast<int>(a.head_dim));
+      l.workspace_counters = a.n_head_kv;
+      nl.decode.push_back(l);
+    } else {
+      const int64_t splits = std::clamp<int64_t>(TuningOverride("JLLM_ATTN_SPLITS", kAttnSplits), 1, 256);
       const int64_t nw = std::clamp<int64_t>(TuningOverride("JLLM_ATTN_NW", kAttnDecodeWarps), 1, 32);
       std::vector<std::string> defines = {
           D("JLLM_D", a.head_dim), D("JLLM_H", a.n_head), D("JLLM_HK", a.n_head_kv),

@@ -16,9 +16,12 @@
 //                                                          the K-quants and q8_0 (JLLM_GEMM_MMA
 //                                                          2), its gate+up pair (JLLM_GEMM_PAIR)
 //   logits                  gemv                           gemv on the last row; gemm for all
-//   head_rms_norm, rope,    head_ops                       head_ops
-//   kv_append, qk_norm_rope_kv_append
-//   attention               attention_decode               attention_prefill
+//   head_rms_norm, rope,    head_ops (or none: inside      head_ops
+//   kv_append,              attention_decode,
+//   qk_norm_rope_kv_append  JLLM_ATTN_FUSE_HEAD)
+//   attention               attention_rows (JLLM_ATTN_     attention_prefill
+//                           KERNEL 2), attention_mma (3),
+//                           attention_decode (1)
 //   swiglu, add             elementwise                    elementwise
 //   sample                  — (the backend runs the sampler after the logits)
 #pragma once
@@ -117,5 +120,10 @@ bool GemmTensorCores();
 // Whether the decode head_ops and attention launches prefetch the weights of the GEMVs after
 // them into L2 (sm_90 bulk prefetch), from JLLM_PREFETCH at lowering (1; 0, the default, no).
 bool Prefetching();
+
+// Which decode attention kernel the lowering picks (JLLM_ATTN_KERNEL): 3 attention_mma.cu (where
+// it applies, else 2), 2 attention_rows.cu (the default), 1 attention_decode.cu (the one that can
+// take the head ops, JLLM_ATTN_FUSE_HEAD).
+int AttentionKernel();
 
 }  // namespace jllm::cuda

@@ -1,0 +1,89 @@
+// The end of split decode attention (flash-decoding), shared by attention_decode.cu and
+// attention_rows.cu: each CTA (kv head, split) has written its G heads' partials — [D]
+// unnormalized acc, then max and sum, per (head, split) — and the last CTA of the kv head to
+// finish (a ticket counter, reset after) merges the active splits in a fixed order, in two rounds
+// of loads: every (max, sum), then every acc, kMergeBatch splits in flight at a time.
+#pragma once
+
+#include "jllm_common.cuh"
+#include "kernel_args.h"
+#include "launch_geometry.h"
+
+namespace jllm_kernels {
+
+template <int kG, int kD, int kSplits, int kThreads>
+struct AttentionMerge {
+  static constexpr int kPartial = jllm::cuda::geometry::AttentionPartialFloats(kD);
+  static constexpr int kPairs = (kG * kD + kThreads - 1) / kThreads;  // (head, d) per thread
+  static constexpr int kMergeBatch = 8;
+
+  struct Smem {
+    float weight[kG][kSplits];  // exp(max_split - max) per (head, split)
+    float sums[kG][kSplits];
+    float inv_sum[kG];
+    unsigned ticket;
+  };
+
+  // Called by every thread of every CTA of kv head hk, after its partials are written.
+  static __device__ __forceinline__ void IfLast(const jllm::cuda::AttentionArgs& args, int hk, int active, Smem& sm) {
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) sm.ticket = atomicAdd(&args.counters[hk], 1u);
+    __syncthreads();
+    if (sm.ticket != kSplits - 1) return;
+    __threadfence();
+    const float* parts = args.partials + static_cast<long long>(hk * kG) * kSplits * kPartial;
+    for (int i = threadIdx.x; i < kG * active; i += kThreads) {
+      const int g = i / active, sp = i % active;
+      sm.weight[g][sp] = jllm_load_l2_f32(parts + (g * kSplits + sp) * kPartial + kD);
+      sm.sums[g][sp] = jllm_load_l2_f32(parts + (g * kSplits + sp) * kPartial + kD + 1);
+    }
+    __syncthreads();
+    if (threadIdx.x < kG) {
+      const int g = threadIdx.x;
+      float mx = JLLM_NEG_INF;
+      for (int sp = 0; sp < active; ++sp) mx = fmaxf(mx, sm.weight[g][sp]);
+      float sum = 0.f;
+      for (int sp = 0; sp < active; ++sp) {
+        const float f = sm.weight[g][sp] == JLLM_NEG_INF ? 0.f : expf(sm.weight[g][sp] - mx);
+        sm.weight[g][sp] = f;
+        sum = fmaf(sm.sums[g][sp], f, sum);
+      }
+      sm.inv_sum[g] = 1.0f / sum;
+    }
+    __syncthreads();
+    float a[kPairs];
+#pragma unroll
+    for (int k = 0; k < kPairs; ++k) a[k] = 0.f;
+    for (int sp0 = 0; sp0 < active; sp0 += kMergeBatch) {
+      float v[kPairs][kMergeBatch];
+#pragma unroll
+      for (int k = 0; k < kPairs; ++k) {
+        const int i = threadIdx.x + kThreads * k, g = i / kD, d = i % kD;
+#pragma unroll
+        for (int b = 0; b < kMergeBatch; ++b) {
+          v[k][b] = (i < kG * kD && sp0 + b < active)
+                        ? jllm_load_l2_f32(parts + (g * kSplits + sp0 + b) * kPartial + d)
+                        : 0.f;
+        }
+      }
+#pragma unroll
+      for (int k = 0; k < kPairs; ++k) {
+        const int i = threadIdx.x + kThreads * k, g = i / kD;
+        if (i >= kG * kD) continue;
+#pragma unroll
+        for (int b = 0; b < kMergeBatch; ++b) {
+          if (sp0 + b < active) a[k] = fmaf(v[k][b], sm.weight[g][sp0 + b], a[k]);
+        }
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < kPairs; ++k) {
+      const int i = threadIdx.x + kThreads * k, g = i / kD, d = i % kD;
+      if (i < kG * kD) args.out[(hk * kG + g) * kD + d] = a[k] * sm.inv_sum[g];
+    }
+    if (threadIdx.x == 0) args.counters[hk] = 0;
+  }
+};
+
+}  // namespace jllm_kernels

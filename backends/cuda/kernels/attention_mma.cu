@@ -1,0 +1,227 @@
+// Decode attention (one query token) for GQA on the f16 tensor cores, for an f16 KV cache:
+// out_h = softmax(scale · q_h·K^T) · V over the S = pos + 1 cached positions, for the G <= 8 query
+// heads that share a kv head. The split of the sequence, the warps' tiles and the merges are
+// attention_rows.cu's (warp w takes tiles w, w + NW, ... of its CTA's chunk; the warps merge in
+// shared memory, the splits in attention_merge.cuh); a tile is 16 positions, and both products
+// are mma.sync m16n8k16 (jllm_common.cuh gives the fragments; g = lane / 4, t = lane % 4):
+//
+//   S = Q · K^T   rows the G heads (rows G..15 zero), columns 8 positions per MMA, k the head
+//                 dimensions. The dot product does not care in which order the dimensions are
+//                 summed, so k step s takes dimensions 32t + 4s .. + 3 for lane t's fragment
+//                 elements: a lane reads one cache row's 32 contiguous halves (4 loads of 16
+//                 bytes) per 8 positions, as the B fragments need them, and holds q's matching
+//                 32 as f16 hi + lo (q = hi + lo to ~22 bits: two MMAs, as the prefill GEMM).
+//   O = P · V     rows the heads again, k the tile's 16 positions (P from S's accumulators,
+//                 which already sit as P's A fragment), columns the dimensions: n tile j column
+//                 g is dimension (D / 8) g + j, so a lane reads D / 8 contiguous halves of 4
+//                 rows and pairs them across rows (two rows' halves in one register) for its B
+//                 fragments. P is split hi + lo too; V is exact.
+//
+// The online softmax runs per head on S's accumulators (a head's 16 scores of a tile lie in the
+// 4 lanes of one g). Per 16 positions a warp issues 64 MMAs and ~200 other instructions, against
+// attention_rows.cu's 128 x G FMAs per lane.
+//
+// Constants (-D): JLLM_D (64 or 128), JLLM_H, JLLM_HK, JLLM_NSPLIT, JLLM_MINCHUNK, JLLM_NW.
+#include "attention_merge.cuh"
+#include "kernel_args.h"
+#include "kv_cache.cuh"
+#include "launch_geometry.h"
+
+namespace {
+
+using namespace jllm_kernels;
+namespace geo = jllm::cuda::geometry;
+
+constexpr int kD = JLLM_D;
+constexpr int kH = JLLM_H;
+constexpr int kHk = JLLM_HK;
+constexpr int kG = kH / kHk;
+constexpr int kSplits = JLLM_NSPLIT;
+constexpr int kMinChunk = JLLM_MINCHUNK;
+constexpr int kNw = JLLM_NW;
+constexpr int kThreads = 32 * kNw;
+constexpr int kTile = 16;            // positions per warp step: one MMA k step of P · V
+constexpr int kKSteps = kD / 16;     // of S = Q · K^T
+constexpr int kQWords = kD / 8;      // f16 pairs of q per lane (dimensions 32t.. for D = 128)
+constexpr int kKLoads = kD / 32;     // 16-byte loads of a K row's lane share (D / 4 halves)
+constexpr int kNTiles = kD / 8;      // of O = P · V
+constexpr int kVLoads = kD / 64;     // 16-byte loads of a V row's lane share (D / 8 halves)
+constexpr int kPartial = geo::AttentionPartialFloats(kD);
+using Merge = AttentionMerge<kG, kD, kSplits, kThreads>;
+
+static_assert(kH % kHk == 0, "GQA: H a multiple of Hkv");
+static_assert(geo::AttentionMmaSupported(kG, kD), "G <= 8 heads (MMA rows), D 64 or 128");
+static_assert(kMinChunk >= 1, "MINCHUNK >= 1");
+static_assert(geo::AttentionRowsSmemBytes(kG, kD, kNw) <= geo::kAttnRowsSmemMax, "the warps' merge fits");
+
+__device__ __forceinline__ jllm_u32 PackHalves(jllm_u16 lo, jllm_u16 hi) { return jllm_u32{lo} | (jllm_u32{hi} << 16); }
+
+// x = hi + lo, both f16 (round to nearest), as two registers of pairs for (a, b).
+__device__ __forceinline__ void SplitPair(float a, float b, jllm_u32& hi, jllm_u32& lo) {
+  const jllm_u16 ha = jllm_float_to_half(a), hb = jllm_float_to_half(b);
+  hi = PackHalves(ha, hb);
+  lo = PackHalves(jllm_float_to_half(a - jllm_half_to_float(ha)), jllm_float_to_half(b - jllm_half_to_float(hb)));
+}
+
+}  // namespace
+
+JLLM_KERNEL(attention_mma, jllm::cuda::AttentionArgs, kThreads, 1) {
+  __shared__ float accs[kNw][kG][kD];
+  __shared__ float maxs[kNw][kG], sums[kNw][kG];
+  __shared__ Merge::Smem merge;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int g = lane >> 2, t = lane & 3;
+  const int hk = blockIdx.x, split = blockIdx.y;
+
+  for (int i = 0; i < 2; ++i) jllm_prefetch_l2_share(args.prefetch.p[i], args.prefetch.bytes[i]);
+  JLLM_GRID_WAIT();  // pos, q and this step's cache row come from the kernels before
+  JLLM_LAUNCH_DEPENDENTS();
+  const int n_pos = args.pos[0] + 1;
+  const int chunk = max(kMinChunk, (n_pos + kSplits - 1) / kSplits);
+  const int active = (n_pos + chunk - 1) / chunk;  // <= kSplits
+  if (split >= active && active == 1) return;      // nothing to merge with
+  const int p_begin = split * chunk;
+  const int p_end = min(n_pos, p_begin + chunk);
+
+  if (split < active) {
+    // q of head g (zero past G), dimensions [kD / 4 · t, + kD / 4), as A fragments hi + lo.
+    jllm_u32 q_hi[kQWords], q_lo[kQWords];
+    {
+      const float* q = args.q + (hk * kG + g) * kD + (kD / 4) * t;
+#pragma unroll
+      for (int w = 0; w < kQWords; w += 2) {
+        const float4 v = g < kG ? *reinterpret_cast<const float4*>(q + 2 * w) : make_float4(0.f, 0.f, 0.f, 0.f);
+        SplitPair(v.x, v.y, q_hi[w], q_lo[w]);
+        SplitPair(v.z, v.w, q_hi[w + 1], q_lo[w + 1]);
+      }
+    }
+    float m = JLLM_NEG_INF, l = 0.f;  // head g's, identical in the 4 lanes of g
+    float o[kNTiles][4];              // O's accumulators; [j][0..1]: head g, dimensions (D/8)·2t + j, + D/8
+#pragma unroll
+    for (int j = 0; j < kNTiles; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
+    const jllm_u16* kc = static_cast<const jllm_u16*>(args.k_cache) + static_cast<long long>(hk) * args.max_ctx * kD;
+    const jllm_u16* vc = static_cast<const jllm_u16*>(args.v_cache) + static_cast<long long>(hk) * args.max_ctx * kD;
+    for (int base = p_begin + kTile * warp; base < p_end; base += kTile * kNw) {
+      // K: n tile c's position base + 8c + g, this lane's kD / 4 halves; V: rows 2t, 2t + 1,
+      // 2t + 8, 2t + 9 of the tile, halves (D / 8) g ..; zeros past the chunk (the cache beyond
+      // it may hold anything, and 0 · NaN is NaN).
+      uint4 kr[2][kKLoads], vr[4][kVLoads];
+#pragma unroll
+      for (int c = 0; c < 2; ++c) {
+        const int p = base + 8 * c + g;
+#pragma unroll
+        for (int i = 0; i < kKLoads; ++i) {
+          kr[c][i] = p < p_end ? reinterpret_cast<const uint4*>(kc + static_cast<long long>(p) * kD + (kD / 4) * t)[i]
+                               : make_uint4(0, 0, 0, 0);
+        }
+      }
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const int p = base + 2 * t + (r & 1) + 8 * (r >> 1);
+#pragma unroll
+        for (int i = 0; i < kVLoads; ++i) {
+          vr[r][i] = p < p_end ? reinterpret_cast<const uint4*>(vc + static_cast<long long>(p) * kD + (kD / 8) * g)[i]
+                               : make_uint4(0, 0, 0, 0);
+        }
+      }
+      // S = Q · K^T for the tile's two n tiles of 8 positions.
+      float s[2][4];
+#pragma unroll
+      for (int c = 0; c < 2; ++c) {
+        s[c][0] = s[c][1] = s[c][2] = s[c][3] = 0.f;
+        const jllm_u32* kw = reinterpret_cast<const jllm_u32*>(kr[c]);
+#pragma unroll
+        for (int k = 0; k < kKSteps; ++k) {
+          const jllm_u32 b[2] = {kw[2 * k], kw[2 * k + 1]};
+          const jllm_u32 a_hi[4] = {q_hi[2 * k], 0u, q_hi[2 * k + 1], 0u};
+          const jllm_u32 a_lo[4] = {q_lo[2 * k], 0u, q_lo[2 * k + 1], 0u};
+          jllm_mma_f16_16x8x16(s[c], a_hi, b);
+          jllm_mma_f16_16x8x16(s[c], a_lo, b);
+        }
+      }
+      // Head g's online softmax over the tile: its scores are s[c][0..1] (positions 8c + 2t,
+      // + 1) in the 4 lanes of g.
+      float x[4];
+#pragma unroll
+      for (int c = 0; c < 2; ++c) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int p = base + 8 * c + 2 * t + e;
+          x[2 * c + e] = p < p_end ? s[c][e] * args.scale : JLLM_NEG_INF;
+        }
+      }
+      float mt = fmaxf(fmaxf(x[0], x[1]), fmaxf(x[2], x[3]));
+      mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, 1));
+      mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, 2));
+      const float m_new = fmaxf(m, mt);  // finite: a tile's first position is in the chunk
+      const float corr = m == JLLM_NEG_INF ? 0.f : expf(m - m_new);
+      float pr[4], ps = 0.f;
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        pr[e] = x[e] == JLLM_NEG_INF ? 0.f : expf(x[e] - m_new);
+        ps += pr[e];
+      }
+      ps += __shfl_xor_sync(0xffffffffu, ps, 1);
+      ps += __shfl_xor_sync(0xffffffffu, ps, 2);
+      l = l * corr + ps;
+      m = m_new;
+      // P as the A fragment of O = P · V (k: the tile's positions 2t, 2t + 1, 2t + 8, 2t + 9).
+      jllm_u32 p_hi[4] = {0u, 0u, 0u, 0u}, p_lo[4] = {0u, 0u, 0u, 0u};
+      SplitPair(pr[0], pr[1], p_hi[0], p_lo[0]);
+      SplitPair(pr[2], pr[3], p_hi[2], p_lo[2]);
+      const jllm_u32* vw[4] = {reinterpret_cast<const jllm_u32*>(vr[0]), reinterpret_cast<const jllm_u32*>(vr[1]),
+                               reinterpret_cast<const jllm_u32*>(vr[2]), reinterpret_cast<const jllm_u32*>(vr[3])};
+#pragma unroll
+      for (int j = 0; j < kNTiles; ++j) {
+        // Column g of n tile j is dimension (D / 8) g + j: half j of this lane's share of a row.
+        const int w = j >> 1;
+        const bool odd = j & 1;
+        auto pair = [&](const jllm_u32* r0, const jllm_u32* r1) {
+          return odd ? (r0[w] >> 16) | (r1[w] & 0xFFFF0000u) : (r0[w] & 0xFFFFu) | (r1[w] << 16);
+        };
+        const jllm_u32 b[2] = {pair(vw[0], vw[1]), pair(vw[2], vw[3])};
+        o[j][0] *= corr;
+        o[j][1] *= corr;
+        jllm_mma_f16_16x8x16(o[j], p_hi, b);
+        jllm_mma_f16_16x8x16(o[j], p_lo, b);
+      }
+    }
+    // The warp's (max, sum, acc) to shared memory: lane (g, t) holds head g's dimensions
+    // (D / 8)(2t) + j and (D / 8)(2t + 1) + j of every n tile j.
+    if (g < kG) {
+#pragma unroll
+      for (int j = 0; j < kNTiles; ++j) {
+        accs[warp][g][(kD / 8) * (2 * t) + j] = o[j][0];
+        accs[warp][g][(kD / 8) * (2 * t + 1) + j] = o[j][1];
+      }
+      if (t == 0) maxs[warp][g] = m, sums[warp][g] = l;
+    }
+    __syncthreads();
+    // The CTA's warps merged in warp order; a warp without tiles has max -inf and weight 0.
+    for (int i = threadIdx.x; i < kG * kD; i += kThreads) {
+      const int h = i / kD, d = i % kD;
+      float mx = JLLM_NEG_INF;
+#pragma unroll
+      for (int w = 0; w < kNw; ++w) mx = fmaxf(mx, maxs[w][h]);
+      float a = 0.f, sum = 0.f;
+#pragma unroll
+      for (int w = 0; w < kNw; ++w) {
+        const float f = maxs[w][h] == JLLM_NEG_INF ? 0.f : expf(maxs[w][h] - mx);
+        a = fmaf(accs[w][h][d], f, a);
+        sum = fmaf(sums[w][h], f, sum);
+      }
+      if (active == 1) {
+        args.out[(hk * kG + h) * kD + d] = a / sum;
+      } else {
+        float* part = args.partials + (static_cast<long long>(hk * kG + h) * kSplits + split) * kPartial;
+        part[d] = a;
+        if (d == 0) {
+          part[kD] = mx;
+          part[kD + 1] = sum;
+        }
+      }
+    }
+    if (active == 1) return;
+  }
+  Merge::IfLast(args, hk, active, merge);
+}
