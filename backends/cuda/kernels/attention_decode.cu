@@ -70,14 +70,9 @@ JLLM_KERNEL(attention_decode, jllm::cuda::AttentionArgs, kThreads, 1) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int hk = blockIdx.x, split = blockIdx.y;
 
-  for (int i = 0; i < 2; ++i) jllm_prefetch_l2_share(args.prefetch.p[i], args.prefetch.bytes[i]);
-  JLLM_GRID_WAIT();  // pos, q and this step's cache row come from the kernels before
-  JLLM_LAUNCH_DEPENDENTS();
-  const int n_pos = args.pos[0] + 1;
-  const int chunk = max(kMinChunk, (n_pos + kSplits - 1) / kSplits);
-  const int active = (n_pos + chunk - 1) / chunk;  // <= kSplits
-  const int p_begin = split * chunk;
-  const int p_end = min(n_pos, p_begin + chunk);
+  const AttentionSplit sp = SplitOfStep<kSplits, kMinChunk>(args, split);
+  const int n_pos = sp.n_pos, active = sp.active;
+  const int p_begin = sp.p_begin, p_end = sp.p_end;
 
   const int pos = n_pos - 1;  // the new token's
   // FUSED_HEAD: this CTA appends the new k and v; its first tile waits for them if it holds them.

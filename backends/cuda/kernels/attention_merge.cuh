@@ -11,6 +11,27 @@
 
 namespace jllm_kernels {
 
+// The split of the S = pos + 1 cached positions that CTA (kv head, split) attends to: S is cut
+// into `active` chunks of at least kMinChunk positions (short contexts use few splits, so the
+// merge stays cheap), [p_begin, p_end) this CTA's (empty past `active`). Every decode attention
+// kernel starts with it, after its grid dependency (pos and the cache row come from before).
+struct AttentionSplit {
+  int n_pos, active, p_begin, p_end;
+};
+template <int kSplits, int kMinChunk>
+__device__ __forceinline__ AttentionSplit SplitOfStep(const jllm::cuda::AttentionArgs& args, int split) {
+  for (int i = 0; i < 2; ++i) jllm_prefetch_l2_share(args.prefetch.p[i], args.prefetch.bytes[i]);
+  JLLM_GRID_WAIT();
+  JLLM_LAUNCH_DEPENDENTS();
+  AttentionSplit s;
+  s.n_pos = args.pos[0] + 1;
+  const int chunk = max(kMinChunk, (s.n_pos + kSplits - 1) / kSplits);
+  s.active = (s.n_pos + chunk - 1) / chunk;  // <= kSplits
+  s.p_begin = split * chunk;
+  s.p_end = min(s.n_pos, s.p_begin + chunk);
+  return s;
+}
+
 template <int kG, int kD, int kSplits, int kThreads>
 struct AttentionMerge {
   static constexpr int kPartial = jllm::cuda::geometry::AttentionPartialFloats(kD);
@@ -23,6 +44,38 @@ struct AttentionMerge {
     float inv_sum[kG];
     unsigned ticket;
   };
+
+  // The CTA's warps' (max, sum, unnormalized acc) per head merged in warp order — a warp without
+  // positions has max -inf and weight 0 —, after the barrier that makes them visible: the output
+  // itself if this is the only active split, else this split's partial.
+  template <int kNw>
+  static __device__ __forceinline__ void MergeWarps(const jllm::cuda::AttentionArgs& args, int hk, int split,
+                                                    int active, const float (&accs)[kNw][kG][kD],
+                                                    const float (&maxs)[kNw][kG], const float (&sums)[kNw][kG]) {
+    for (int i = threadIdx.x; i < kG * kD; i += kThreads) {
+      const int h = i / kD, d = i % kD;
+      float mx = JLLM_NEG_INF;
+#pragma unroll
+      for (int w = 0; w < kNw; ++w) mx = fmaxf(mx, maxs[w][h]);
+      float a = 0.f, sum = 0.f;
+#pragma unroll
+      for (int w = 0; w < kNw; ++w) {
+        const float f = maxs[w][h] == JLLM_NEG_INF ? 0.f : expf(maxs[w][h] - mx);
+        a = fmaf(accs[w][h][d], f, a);
+        sum = fmaf(sums[w][h], f, sum);
+      }
+      if (active == 1) {
+        args.out[(hk * kG + h) * kD + d] = a / sum;
+      } else {
+        float* part = args.partials + (static_cast<long long>(hk * kG + h) * kSplits + split) * kPartial;
+        part[d] = a;
+        if (d == 0) {
+          part[kD] = mx;
+          part[kD + 1] = sum;
+        }
+      }
+    }
+  }
 
   // Called by every thread of every CTA of kv head hk, after its partials are written.
   static __device__ __forceinline__ void IfLast(const jllm::cuda::AttentionArgs& args, int hk, int active, Smem& sm) {

@@ -46,7 +46,6 @@ constexpr int kQWords = kD / 8;      // f16 pairs of q per lane (dimensions 32t.
 constexpr int kKLoads = kD / 32;     // 16-byte loads of a K row's lane share (D / 4 halves)
 constexpr int kNTiles = kD / 8;      // of O = P · V
 constexpr int kVLoads = kD / 64;     // 16-byte loads of a V row's lane share (D / 8 halves)
-constexpr int kPartial = geo::AttentionPartialFloats(kD);
 using Merge = AttentionMerge<kG, kD, kSplits, kThreads>;
 
 static_assert(kH % kHk == 0, "GQA: H a multiple of Hkv");
@@ -73,15 +72,10 @@ JLLM_KERNEL(attention_mma, jllm::cuda::AttentionArgs, kThreads, 1) {
   const int g = lane >> 2, t = lane & 3;
   const int hk = blockIdx.x, split = blockIdx.y;
 
-  for (int i = 0; i < 2; ++i) jllm_prefetch_l2_share(args.prefetch.p[i], args.prefetch.bytes[i]);
-  JLLM_GRID_WAIT();  // pos, q and this step's cache row come from the kernels before
-  JLLM_LAUNCH_DEPENDENTS();
-  const int n_pos = args.pos[0] + 1;
-  const int chunk = max(kMinChunk, (n_pos + kSplits - 1) / kSplits);
-  const int active = (n_pos + chunk - 1) / chunk;  // <= kSplits
+  const AttentionSplit sp = SplitOfStep<kSplits, kMinChunk>(args, split);
+  const int active = sp.active;
   if (split >= active && active == 1) return;      // nothing to merge with
-  const int p_begin = split * chunk;
-  const int p_end = min(n_pos, p_begin + chunk);
+  const int p_begin = sp.p_begin, p_end = sp.p_end;
 
   if (split < active) {
     // q of head g (zero past G), dimensions [kD / 4 · t, + kD / 4), as A fragments hi + lo.
@@ -197,30 +191,7 @@ JLLM_KERNEL(attention_mma, jllm::cuda::AttentionArgs, kThreads, 1) {
       if (t == 0) maxs[warp][g] = m, sums[warp][g] = l;
     }
     __syncthreads();
-    // The CTA's warps merged in warp order; a warp without tiles has max -inf and weight 0.
-    for (int i = threadIdx.x; i < kG * kD; i += kThreads) {
-      const int h = i / kD, d = i % kD;
-      float mx = JLLM_NEG_INF;
-#pragma unroll
-      for (int w = 0; w < kNw; ++w) mx = fmaxf(mx, maxs[w][h]);
-      float a = 0.f, sum = 0.f;
-#pragma unroll
-      for (int w = 0; w < kNw; ++w) {
-        const float f = maxs[w][h] == JLLM_NEG_INF ? 0.f : expf(maxs[w][h] - mx);
-        a = fmaf(accs[w][h][d], f, a);
-        sum = fmaf(sums[w][h], f, sum);
-      }
-      if (active == 1) {
-        args.out[(hk * kG + h) * kD + d] = a / sum;
-      } else {
-        float* part = args.partials + (static_cast<long long>(hk * kG + h) * kSplits + split) * kPartial;
-        part[d] = a;
-        if (d == 0) {
-          part[kD] = mx;
-          part[kD + 1] = sum;
-        }
-      }
-    }
+    Merge::MergeWarps<kNw>(args, hk, split, active, accs, maxs, sums);
     if (active == 1) return;
   }
   Merge::IfLast(args, hk, active, merge);

@@ -38,7 +38,6 @@ constexpr int kTile = 32;                 // positions per warp step: one per la
 constexpr int kPieces = kD / 8;           // 8-element pieces of a row
 constexpr int kLpr = kPieces;             // lanes per V row
 constexpr int kRowsPerLoad = 32 / kLpr;   // V rows per warp load instruction
-constexpr int kPartial = geo::AttentionPartialFloats(kD);
 using Merge = AttentionMerge<kG, kD, kSplits, kThreads>;
 
 static_assert(kH % kHk == 0, "GQA: H a multiple of Hkv");
@@ -58,15 +57,10 @@ JLLM_KERNEL(attention_rows, jllm::cuda::AttentionArgs, kThreads, 1) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int hk = blockIdx.x, split = blockIdx.y;
 
-  for (int i = 0; i < 2; ++i) jllm_prefetch_l2_share(args.prefetch.p[i], args.prefetch.bytes[i]);
-  JLLM_GRID_WAIT();  // pos, q and this step's cache row come from the kernels before
-  JLLM_LAUNCH_DEPENDENTS();
-  const int n_pos = args.pos[0] + 1;
-  const int chunk = max(kMinChunk, (n_pos + kSplits - 1) / kSplits);
-  const int active = (n_pos + chunk - 1) / chunk;  // <= kSplits
+  const AttentionSplit sp = SplitOfStep<kSplits, kMinChunk>(args, split);
+  const int active = sp.active;
   if (split >= active && active == 1) return;      // nothing to merge with
-  const int p_begin = split * chunk;
-  const int p_end = min(n_pos, p_begin + chunk);
+  const int p_begin = sp.p_begin, p_end = sp.p_end;
 
   if (split < active) {
     for (int i = threadIdx.x; i < kG * kD / 4; i += kThreads) {
@@ -183,30 +177,7 @@ JLLM_KERNEL(attention_rows, jllm::cuda::AttentionArgs, kThreads, 1) {
       for (int g = 0; g < kG; ++g) maxs[warp][g] = m[g], sums[warp][g] = l[g];
     }
     __syncthreads();
-    // The CTA's warps merged in warp order; a warp without tiles has max -inf and weight 0.
-    for (int i = threadIdx.x; i < kG * kD; i += kThreads) {
-      const int g = i / kD, d = i % kD;
-      float mx = JLLM_NEG_INF;
-#pragma unroll
-      for (int w = 0; w < kNw; ++w) mx = fmaxf(mx, maxs[w][g]);
-      float a = 0.f, sum = 0.f;
-#pragma unroll
-      for (int w = 0; w < kNw; ++w) {
-        const float f = maxs[w][g] == JLLM_NEG_INF ? 0.f : expf(maxs[w][g] - mx);
-        a = fmaf(accs[w][g][d], f, a);
-        sum = fmaf(sums[w][g], f, sum);
-      }
-      if (active == 1) {
-        args.out[(hk * kG + g) * kD + d] = a / sum;
-      } else {
-        float* part = args.partials + (static_cast<long long>(hk * kG + g) * kSplits + split) * kPartial;
-        part[d] = a;
-        if (d == 0) {
-          part[kD] = mx;
-          part[kD + 1] = sum;
-        }
-      }
-    }
+    Merge::MergeWarps<kNw>(args, hk, split, active, accs, maxs, sums);
     if (active == 1) return;
   }
   Merge::IfLast(args, hk, active, merge);

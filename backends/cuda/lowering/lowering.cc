@@ -732,56 +732,43 @@ class Lowerer {
                                            Sv(ir::KvDTypeName(kv)));
     const bool mma = head == nullptr && AttentionKernel() == 3 && kv == ir::KvDType::kF16 &&
                      geo::AttentionMmaSupported(static_cast<int>(g), static_cast<int>(a.head_dim));
+    // The decode kernel, its split of the sequence and its warps.
+    std::string kernel = "attention_decode";
+    std::vector<std::string> defines = {D("JLLM_D", a.head_dim), D("JLLM_H", a.n_head), D("JLLM_HK", a.n_head_kv)};
+    int64_t splits = 0, nw = 0;
     if (head == nullptr && (mma || AttentionKernel() >= 2) && geo::AttentionRowsSupported(static_cast<int>(a.head_dim))) {
-      const int64_t splits = std::clamp<int64_t>(TuningOverride("JLLM_ATTN_SPLITS", kAttnRowsSplits), 1, 256);
-      int64_t nw = std::clamp<int64_t>(TuningOverride("JLLM_ATTN_NW", kAttnRowsWarps), 1, 32);
-      while (nw > 1 && geo::AttentionRowsSmemBytes(static_cast<int>(g), static_cast<int>(a.head_dim),
-                                                   static_cast<int>(nw)) > geo::kAttnRowsSmemMax) {
-        nw /= 2;
-      }
-      if (geo::AttentionRowsSmemBytes(static_cast<int>(g), static_cast<int>(a.head_dim), static_cast<int>(nw)) >
-          geo::kAttnRowsSmemMax) {
+      kernel = mma ? "attention_mma" : "attention_rows";
+      splits = std::clamp<int64_t>(TuningOverride("JLLM_ATTN_SPLITS", kAttnRowsSplits), 1, 256);
+      nw = std::clamp<int64_t>(TuningOverride("JLLM_ATTN_NW", kAttnRowsWarps), 1, 32);
+      auto smem = [&] {
+        return geo::AttentionRowsSmemBytes(static_cast<int>(g), static_cast<int>(a.head_dim), static_cast<int>(nw));
+      };
+      while (nw > 1 && smem() > geo::kAttnRowsSmemMax) nw /= 2;
+      if (smem() > geo::kAttnRowsSmemMax) {
         return absl::UnimplementedError(absl::StrCat("attention with ", g, " query heads per kv head of ", a.head_dim,
-                                                     " dimensions: too many for attention_rows.cu's shared memory "
+                                                     " dimensions: too many for ", kernel, ".cu's shared memory "
                                                      "(JLLM_ATTN_KERNEL=1 runs attention_decode.cu)"));
       }
       // A split is at least a tile per warp: 32 positions (rows), 16 (mma).
-      std::vector<std::string> defines = {D("JLLM_D", a.head_dim), D("JLLM_H", a.n_head), D("JLLM_HK", a.n_head_kv),
-                                          D("JLLM_NSPLIT", splits),
-                                          D("JLLM_MINCHUNK", TuningOverride("JLLM_ATTN_MINCHUNK", (mma ? 16 : 32) * nw)),
-                                          D("JLLM_NW", nw)};
+      defines.push_back(D("JLLM_MINCHUNK", TuningOverride("JLLM_ATTN_MINCHUNK", (mma ? 16 : 32) * nw)));
       if (!mma) defines.push_back(D("JLLM_KV", static_cast<int>(kv)));
-      const std::string kernel = mma ? "attention_mma" : "attention_rows";
-      KernelSpec s = Base(kernel + ".cu", kernel, absl::StrCat(kernel, " ", shape), defines, 32 * static_cast<int>(nw));
-      s.grid_x = a.n_head_kv;
-      s.grid_y = static_cast<int>(splits);
-      s.bytes_per_token = 2 * a.n_head * a.head_dim * 4;
-      s.kv_bytes_per_position = 2 * a.n_head_kv * kv_row;
-      Launch l;
-      l.kind = LaunchKind::kAttentionDecode;
-      l.spec = Add(std::move(s));
-      l.ops = ops;
-      l.p0 = a.scale;
-      l.workspace_floats = a.n_head * splits * geo::AttentionPartialFloats(static_cast<int>(a.head_dim));
-      l.workspace_counters = a.n_head_kv;
-      nl.decode.push_back(l);
     } else {
-      const int64_t splits = std::clamp<int64_t>(TuningOverride("JLLM_ATTN_SPLITS", kAttnSplits), 1, 256);
-      const int64_t nw = std::clamp<int64_t>(TuningOverride("JLLM_ATTN_NW", kAttnDecodeWarps), 1, 32);
-      std::vector<std::string> defines = {
-          D("JLLM_D", a.head_dim), D("JLLM_H", a.n_head), D("JLLM_HK", a.n_head_kv),
-          D("JLLM_KV", static_cast<int>(kv)), D("JLLM_NSPLIT", splits),
-          D("JLLM_MINCHUNK", TuningOverride("JLLM_ATTN_MINCHUNK", kAttnMinChunk)), D("JLLM_NW", nw),
-          D("JLLM_FUSED_HEAD", head != nullptr)};
+      splits = std::clamp<int64_t>(TuningOverride("JLLM_ATTN_SPLITS", kAttnSplits), 1, 256);
+      nw = std::clamp<int64_t>(TuningOverride("JLLM_ATTN_NW", kAttnDecodeWarps), 1, 32);
+      defines.push_back(D("JLLM_MINCHUNK", TuningOverride("JLLM_ATTN_MINCHUNK", kAttnMinChunk)));
+      defines.push_back(D("JLLM_KV", static_cast<int>(kv)));
+      defines.push_back(D("JLLM_FUSED_HEAD", head != nullptr));
       if (head != nullptr) defines.push_back(D("JLLM_NROT", head->attrs_as<ir::QkNormRopeKvAppendAttrs>().n_rot));
-      KernelSpec s = Base("attention_decode.cu", "attention_decode",
-                          absl::StrCat("attention_decode ", shape, head != nullptr ? " +head_ops" : ""), defines,
-                          32 * static_cast<int>(nw));
+    }
+    defines.push_back(D("JLLM_NSPLIT", splits));
+    defines.push_back(D("JLLM_NW", nw));
+    {
+      KernelSpec s = Base(kernel + ".cu", kernel, absl::StrCat(kernel, " ", shape, head != nullptr ? " +head_ops" : ""),
+                          defines, 32 * static_cast<int>(nw));
       s.grid_x = a.n_head_kv;
       s.grid_y = static_cast<int>(splits);
       s.bytes_per_token = 2 * a.n_head * a.head_dim * 4;
       s.kv_bytes_per_position = 2 * a.n_head_kv * kv_row;
-      s.flops_per_token = 0;
       Launch l;
       l.kind = LaunchKind::kAttentionDecode;
       l.ops = ops;
