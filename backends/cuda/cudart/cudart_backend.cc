@@ -45,8 +45,9 @@ absl::StatusOr<CudaOpened> OpenCudaBackend(const CudaOpenOptions& options) {
   }
   if (const char* omit = std::getenv("JLLM_OMIT"); omit != nullptr && *omit != '\0') {
     bo.omit_kernels = absl::StrSplit(omit, ',', absl::SkipEmpty());
-    absl::StrAppend(&out.notice, out.notice.empty() ? "" : "; ", "JLLM_OMIT=", omit, ": kernels whose label contains any of these are left out of "
-                              "every step, so the outputs are wrong (a measuring aid; unset it for results)");
+    absl::StrAppend(&out.notice, out.notice.empty() ? "" : "; ", "JLLM_OMIT=", omit,
+                    ": kernels whose label contains any of these are left out of every step, so the "
+                    "outputs are wrong (a measuring aid; unset it for results)");
   }
   out.backend = CreateCudaBackendOn(std::move(device), std::move(bo));
   return out;

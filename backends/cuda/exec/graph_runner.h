@@ -39,7 +39,7 @@ struct RunnerOptions {
   const std::map<std::string, std::string>* cubins = nullptr;
   // A measuring aid, never for results: launches whose label contains one of these are left
   // out of every step, so a benchmark shows what they cost inside the captured step
-  // ($JLLM_OMIT=head_ops,attention_decode). The outputs are wrong while any is set.
+  // ($JLLM_OMIT=head_ops,attention_rows). The outputs are wrong while any is set.
   std::vector<std::string> omit_kernels;
 };
 

@@ -100,6 +100,7 @@ constexpr int kGemmXSplit = 1;
 // (tiles of 64 tokens) fills kGemmFillCtas CTAs (2, the default). Measured on the H200 (stop 20,
 // pp512): 4b +6.6 %, 14b +5.0 %, 0.6b -5.9 % (its pair grid: 192 CTAs) — the rule keeps 0.6b apart.
 constexpr int kGemmPair = 2;
+constexpr int kGemmPairBn = 64;  // tokens per pair tile at most: two accumulators in 128 registers
 constexpr int kGemmFillTokens = 512, kGemmFillCtas = 2 * kGemvTargetSms;  // 2 CTAs an SM
 // JLLM_GEMM_MINB caps gemm_f16.cu's registers for that many CTAs per SM (default 2 of 8 warps,
 // 128 registers a thread). 3 for 64-token tiles (80 registers, where shared memory holds 3)
@@ -399,9 +400,10 @@ class Lowerer {
       WarnIgnored("JLLM_GEMM_BN", std::getenv("JLLM_GEMM_BN"), "32, 64 or 128", fill_bn);
       bn = static_cast<int>(fill_bn);
     }
-    if (up && bn > 64) {
-      WarnIgnored("JLLM_GEMM_BN", std::getenv("JLLM_GEMM_BN"), "at most 64 for a gate+up pair (JLLM_GEMM_PAIR)", 64);
-      bn = 64;
+    if (up && bn > kGemmPairBn) {
+      WarnIgnored("JLLM_GEMM_BN", std::getenv("JLLM_GEMM_BN"), "at most 64 for a gate+up pair (JLLM_GEMM_PAIR)",
+                  kGemmPairBn);
+      bn = kGemmPairBn;
     }
     const std::string type_name(Sv(GgmlTypeName(w.type)));
     const std::string name =
@@ -467,7 +469,7 @@ class Lowerer {
   bool GemmPairs(ir::WeightId gate, ir::WeightId up) {
     const ir::WeightRef &g = W(gate), &u = W(up);
     const int64_t mode = TuningOverride("JLLM_GEMM_PAIR", kGemmPair, /*min=*/0, /*max=*/2);
-    const bool fills = geo::CeilDiv(g.dim(1), GemmF16Bm()) * geo::CeilDiv(kGemmFillTokens, 64) >= kGemmFillCtas;
+    const bool fills = geo::CeilDiv(g.dim(1), GemmF16Bm()) * geo::CeilDiv(kGemmFillTokens, kGemmPairBn) >= kGemmFillCtas;
     return (mode == 1 || (mode == 2 && fills)) && GemmMode() == 2 && geo::GemmF16Supported(static_cast<int>(g.type)) &&
            g.type == u.type && g.dim(0) == u.dim(0) && g.dim(1) == u.dim(1);
   }
