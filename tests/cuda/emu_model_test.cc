@@ -104,7 +104,7 @@ TEST(EmuModelTest, LockstepWithCpuRef) {
   // As the reference model runs: its GEMVs are big enough for q4_K and q6_K pairs, the tiny one's
   // are not (lowering.cc, kGemvPairsMinMib). And attention_decode.cu with the head ops fused into
   // it (JLLM_ATTN_FUSE_HEAD=1, off by default; the other lockstep run has no fused head op node,
-  // and the default decode attention, attention_rows.cu, runs in the session test below).
+  // and the default decode attention, attention_mma.cu, runs in the session test below).
   ::jllm::testing::ScopedEnv env(std::vector<std::pair<std::string, std::string>>{
       {"JLLM_GEMV_PAIRS_MIN_MIB", "0"}, {"JLLM_ATTN_FUSE_HEAD", "1"}, {"JLLM_ATTN_KERNEL", "1"}});
   CheckLockstepWithCpuRef(true);

@@ -41,10 +41,11 @@ struct OpVariant {
 // default now reads the K-quants and q8_0 as raw quant tiles on the f16 tensor cores, gemm_f16.cu,
 // 128 rows a CTA with x as hi and lo), and gemm_f16.cu with 64 x 32 tiles, x as hi only and a
 // SwiGLU's gate and up of one type as one pair (two types stay two GEMMs). Decode attention:
-// attention_decode.cu (tiles staged in shared memory, the kernel through stop 19), and both
-// kernels with chunks of one position (a split per position: the cross-split merge, and warps
-// without a tile), and attention_rows.cu with one warp for a whole chunk (its online softmax
-// across tiles); attention_mma.cu (the f16 cases; the others run attention_rows.cu) likewise.
+// the default runs attention_mma.cu on the f16 cases and attention_rows.cu on the others; the
+// variants run attention_decode.cu (tiles staged in shared memory, the kernel through stop 19)
+// and attention_rows.cu on every case, each also with chunks of one position (a split per
+// position: the cross-split merge, and warps without a tile), and attention_rows.cu and
+// attention_mma.cu with one warp for a whole chunk (its online softmax across tiles).
 inline std::vector<OpVariant> CudaKernelVariants() {
   return {
       {"registers_r1",
@@ -77,12 +78,12 @@ inline std::vector<OpVariant> CudaKernelVariants() {
        VariantCases::kPrefill},
       {"attention_tiles", {{"JLLM_ATTN_KERNEL", "1"}}, VariantCases::kAttention},
       {"attention_tiles_chunk1", {{"JLLM_ATTN_KERNEL", "1"}, {"JLLM_ATTN_MINCHUNK", "1"}}, VariantCases::kAttention},
-      {"attention_rows_chunk1", {{"JLLM_ATTN_MINCHUNK", "1"}}, VariantCases::kAttention},
-      {"attention_rows_nw1", {{"JLLM_ATTN_NW", "1"}, {"JLLM_ATTN_MINCHUNK", "256"}}, VariantCases::kAttention},
-      {"attention_mma", {{"JLLM_ATTN_KERNEL", "3"}}, VariantCases::kAttention},
-      {"attention_mma_chunk1", {{"JLLM_ATTN_KERNEL", "3"}, {"JLLM_ATTN_MINCHUNK", "1"}}, VariantCases::kAttention},
-      {"attention_mma_nw1", {{"JLLM_ATTN_KERNEL", "3"}, {"JLLM_ATTN_NW", "1"}, {"JLLM_ATTN_MINCHUNK", "256"}},
+      {"attention_rows", {{"JLLM_ATTN_KERNEL", "2"}}, VariantCases::kAttention},
+      {"attention_rows_chunk1", {{"JLLM_ATTN_KERNEL", "2"}, {"JLLM_ATTN_MINCHUNK", "1"}}, VariantCases::kAttention},
+      {"attention_rows_nw1", {{"JLLM_ATTN_KERNEL", "2"}, {"JLLM_ATTN_NW", "1"}, {"JLLM_ATTN_MINCHUNK", "256"}},
        VariantCases::kAttention},
+      {"attention_mma_chunk1", {{"JLLM_ATTN_MINCHUNK", "1"}}, VariantCases::kAttention},
+      {"attention_mma_nw1", {{"JLLM_ATTN_NW", "1"}, {"JLLM_ATTN_MINCHUNK", "256"}}, VariantCases::kAttention},
   };
 }
 

@@ -108,12 +108,13 @@ constexpr int kGemmFillTokens = 512, kGemmFillCtas = 2 * kGemvTargetSms;  // 2 C
 // Decode head_ops and attention prefetch the next GEMVs' weights into L2 (1) or not (0, the
 // default: measured slower on the H200, 4b tg128 -4 %, 14b -6 %, 4b @ d8192 -3 %; docs/PERF.md).
 constexpr int kPrefetch = 0;
-// Decode attention: attention_mma.cu (3: attention_rows.cu's schedule with both products on the
-// f16 tensor cores, for f16 caches with G <= 8 and head_dim 64 or 128; elsewhere 2),
-// attention_rows.cu (2, the default where head_dim / 8 divides 32: every warp on its own tiles,
-// K and V rows straight into registers) or attention_decode.cu (1: the CTA's tiles staged in
-// shared memory; the kernel through stop 19, and the one with FUSED_HEAD).
-constexpr int kAttnKernel = 2;
+// Decode attention: attention_mma.cu (3, the default since stop 21: attention_rows.cu's schedule
+// with both products on the f16 tensor cores, for f16 caches with G <= 8 and head_dim 64 or 128;
+// elsewhere 2; H200 tg128 4b +2.1 %, 0.6b +5.0 %, 4b @ d8192 +11.5 %, docs/PERF.md),
+// attention_rows.cu (2, where head_dim / 8 divides 32: every warp on its own tiles, K and V rows
+// straight into registers) or attention_decode.cu (1: the CTA's tiles staged in shared memory;
+// the kernel through stop 19, and the one with FUSED_HEAD).
+constexpr int kAttnKernel = 3;
 constexpr int kAttnSplits = 32;
 constexpr int kAttnMinChunk = 64;  // positions: fewer, fuller splits at short context
 constexpr int kAttnDecodeWarps = 4;

@@ -121,8 +121,8 @@ bool GemmTensorCores();
 // them into L2 (sm_90 bulk prefetch), from JLLM_PREFETCH at lowering (1; 0, the default, no).
 bool Prefetching();
 
-// Which decode attention kernel the lowering picks (JLLM_ATTN_KERNEL): 3 attention_mma.cu (where
-// it applies, else 2), 2 attention_rows.cu (the default), 1 attention_decode.cu (the one that can
+// Which decode attention kernel the lowering picks (JLLM_ATTN_KERNEL): 3 attention_mma.cu (the
+// default, where it applies, else 2), 2 attention_rows.cu, 1 attention_decode.cu (the one that can
 // take the head ops, JLLM_ATTN_FUSE_HEAD).
 int AttentionKernel();
 
