@@ -171,9 +171,9 @@ ab() {
 }
 step ab 600 ab
 ncu_kernels() {  # hardware counters of the decode kernels that matter (4b): throughput, occupancy, stalls
-  ncu --clock-control none --graph-profiling node -k 'regex:gemv|attention_decode|head_ops' \
+  ncu --clock-control none --graph-profiling node -k 'regex:gemv|attention_(decode|rows|mma)|head_ops' \
     --launch-skip 60 --launch-count 12 --section SpeedOfLight --section Occupancy --section LaunchStats \
-    --section WarpStateStats "$bin/jllm-run" "$work/models/4b.plan" -p "$(printf 'word %.0s' $(seq 1 200))" \
+    --section WarpStateStats --section SchedulerStats "$bin/jllm-run" "$work/models/4b.plan" -p "$(printf 'word %.0s' $(seq 1 200))" \
     -n 4 --temp 0 --backend cuda > "$work/ncu.txt" 2>&1
   local rc=$?
   grep -E "^  [a-z_]+.*\(|Duration|Memory Throughput|DRAM Throughput|Achieved Occupancy|Registers Per|Grid Size|Block Size|Theoretical Occupancy|Stall|One or More|No Eligible|Issued Warp" "$work/ncu.txt" | head -250

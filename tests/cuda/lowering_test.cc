@@ -182,6 +182,29 @@ TEST(Lowering, DecodeAttentionKernelBySwitch) {
   }
 }
 
+// JLLM_GEMV_GRID caps every decode GEMV's CTAs (0, the default: one an item, as many as fit the
+// SMs at load); 4b's QKV has 6,144 rows in items of 4 (pairs), so 1,536 CTAs uncapped.
+TEST(Lowering, GemvGridCappedBySwitch) {
+  auto g = testing::PresetGraph("4b");
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto grids = [&] {
+    auto lg = LowerGraph(*g);
+    EXPECT_TRUE(lg.ok()) << lg.status();
+    std::vector<int64_t> out;
+    for (const Launch* l : DecodeLaunches(*lg)) {
+      if (l->kind == LaunchKind::kGemv) out.push_back(lg->specs[l->spec].grid_x);
+    }
+    return out;
+  };
+  const std::vector<int64_t> uncapped = grids();
+  ASSERT_FALSE(uncapped.empty());
+  EXPECT_EQ(uncapped[0], 1536);  // the first layer's QKV
+  ::jllm::testing::ScopedEnv env(std::vector<std::pair<std::string, std::string>>{{"JLLM_GEMV_GRID", "100"}});
+  const std::vector<int64_t> capped = grids();
+  ASSERT_EQ(capped.size(), uncapped.size());
+  for (size_t i = 0; i < capped.size(); ++i) EXPECT_EQ(capped[i], std::min<int64_t>(uncapped[i], 100)) << i;
+}
+
 // The prefill gate+up pair where its grid fills the GPU at a 512-token chunk (JLLM_GEMM_PAIR's
 // default, 2): 4b's 9,728-row matrices (76 row tiles x 8 token tiles = 608 CTAs) pair, 0.6b's
 // 3,072 rows (192 CTAs) do not; JLLM_GEMM_PAIR=1 pairs those too, 0 neither.

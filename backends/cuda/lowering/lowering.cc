@@ -356,6 +356,12 @@ class Lowerer {
                                      ring > 0 ? absl::StrCat(" ring", ring) : "", any_pairs ? " pairs" : ""),
                         defs, 32 * nw);
     s.grid_x = row_groups * ksplit;  // at most one CTA an item
+    // JLLM_GEMV_GRID=N: at most N CTAs (0, the default: as many as fit the SMs). Fewer than fit
+    // leave each SM room for the next kernel's CTAs, which then fill their rings while this one
+    // streams (programmatic dependent launch) instead of after its CTAs leave.
+    if (const int64_t cap = TuningOverride("JLLM_GEMV_GRID", 0, /*min=*/0, /*max=*/1 << 20); cap > 0) {
+      s.grid_x = std::min(s.grid_x, cap);
+    }
     s.persistent = true;
     s.min_grid_x = 1;  // CTAs never wait for each other
     s.smem = geo::GemvSmemBytes(k, static_cast<int>(slots)) + geo::GemvRingBytes(stage_bytes, ring, nw);
