@@ -205,6 +205,36 @@ TEST(Lowering, GemvGridCappedBySwitch) {
   for (size_t i = 0; i < capped.size(); ++i) EXPECT_EQ(capped[i], std::min<int64_t>(uncapped[i], 100)) << i;
 }
 
+// JLLM_GEMV_ONLY narrows the GEMV knobs to the shapes whose text contains it: with NW 16 for
+// "151936" only the logits GEMV (151,936 vocabulary rows) takes 16 warps, every other 8.
+TEST(Lowering, GemvKnobsForOneShape) {
+  auto g = testing::PresetGraph("4b");
+  ASSERT_TRUE(g.ok()) << g.status();
+  ::jllm::testing::ScopedEnv env(
+      std::vector<std::pair<std::string, std::string>>{{"JLLM_GEMV_NW", "16"}, {"JLLM_GEMV_ONLY", "151936"}});
+  auto lg = LowerGraph(*g);
+  ASSERT_TRUE(lg.ok()) << lg.status();
+  int wide = 0, narrow = 0;
+  for (const Launch* l : DecodeLaunches(*lg)) {
+    if (l->kind != LaunchKind::kGemv) continue;
+    const KernelSpec& spec = lg->specs[l->spec];
+    const bool logits = spec.label.find("151936") != std::string::npos;
+    EXPECT_EQ(spec.threads, logits ? 512 : 256) << spec.label;
+    ++(logits ? wide : narrow);
+  }
+  EXPECT_EQ(wide, 1);
+  EXPECT_EQ(narrow, 4 * 36);  // QKV, attn-out, gate+up and down in each of 4b's 36 layers
+  // A list: the logits and every down projection (2560 rows x 9728).
+  ::jllm::testing::ScopedEnv list(std::vector<std::pair<std::string, std::string>>{{"JLLM_GEMV_ONLY", "151936,2560x9728"}});
+  auto lg2 = LowerGraph(*g);
+  ASSERT_TRUE(lg2.ok()) << lg2.status();
+  int wide2 = 0;
+  for (const Launch* l : DecodeLaunches(*lg2)) {
+    if (l->kind == LaunchKind::kGemv && lg2->specs[l->spec].threads == 512) ++wide2;
+  }
+  EXPECT_EQ(wide2, 1 + 36);
+}
+
 // The prefill gate+up pair where its grid fills the GPU at a 512-token chunk (JLLM_GEMM_PAIR's
 // default, 2): 4b's 9,728-row matrices (76 row tiles x 8 token tiles = 608 CTAs) pair, 0.6b's
 // 3,072 rows (192 CTAs) do not; JLLM_GEMM_PAIR=1 pairs those too, 0 neither.

@@ -11,8 +11,10 @@
 #include <string>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "backends/cuda/device_layout.h"
 #include "backends/cuda/kernels/launch_geometry.h"
 #include "ir/absl_compat.h"
@@ -285,19 +287,36 @@ class Lowerer {
               const std::vector<Operand>& ys, float eps, bool swiglu) {
     const int64_t k = W(members[0]).dim(0);
     const bool norm = gamma.present();
+    // The GEMV knobs (JLLM_GEMV_*) apply to every GEMV, or with JLLM_GEMV_ONLY=text[,text...]
+    // only to those whose shape ("q4_K+q4_K+q6_K 4096+1024+1024x2560") contains one of the
+    // texts: an A/B of some shapes.
+    std::vector<std::string> shape_types, shape_rows;
+    for (ir::WeightId id : members) {
+      shape_types.emplace_back(GgmlTypeName(W(id).type));
+      shape_rows.push_back(absl::StrCat(W(id).dim(1)));
+    }
+    const std::string shape = absl::StrCat(absl::StrJoin(shape_types, "+"), " ", absl::StrJoin(shape_rows, "+"), "x", k);
+    const char* only = std::getenv("JLLM_GEMV_ONLY");
+    bool tuned = only == nullptr || *only == '\0';
+    for (absl::string_view text : absl::StrSplit(only == nullptr ? "" : only, ',', absl::SkipEmpty())) {
+      tuned = tuned || absl::StrContains(shape, text);
+    }
+    auto knob = [tuned](const char* name, int64_t fallback, int64_t min = 1,
+                        int64_t max = std::numeric_limits<int64_t>::max()) {
+      return tuned ? TuningOverride(name, fallback, min, max) : fallback;
+    };
     std::vector<std::string> defs = {D("JLLM_K", k), D("JLLM_NM", static_cast<int64_t>(members.size()))};
-    std::vector<std::string> types, rows;
-    const int r = static_cast<int>(TuningOverride("JLLM_GEMV_R", kGemvRows));
-    const int nw = static_cast<int>(TuningOverride("JLLM_GEMV_NW", kGemvWarps, 1, /*max=*/32));
+    const int r = static_cast<int>(knob("JLLM_GEMV_R", kGemvRows));
+    const int nw = static_cast<int>(knob("JLLM_GEMV_NW", kGemvWarps, 1, /*max=*/32));
     const int x_planes = GemvActivationPlanes();
     // Pairs read quantized x only (their dots have no f32 form), and only in GEMVs of at least
     // kGemvPairsMinMib of weights: on smaller ones their longer x staging costs more than the
     // issue slots they save (0.6b's 2–4 MiB matrices, docs/PERF.md).
     int64_t group_bytes = 0;
     for (ir::WeightId id : members) group_bytes += DeviceBytes(W(id));
-    const int64_t pairs_min = TuningOverride("JLLM_GEMV_PAIRS_MIN_MIB", kGemvPairsMinMib, /*min=*/0, /*max=*/1 << 20) << 20;
+    const int64_t pairs_min = knob("JLLM_GEMV_PAIRS_MIN_MIB", kGemvPairsMinMib, /*min=*/0, /*max=*/1 << 20) << 20;
     const int pairs = x_planes > 0 && group_bytes >= pairs_min
-                          ? static_cast<int>(TuningOverride("JLLM_GEMV_PAIRS", kGemvPairs, /*min=*/0, /*max=*/3))
+                          ? static_cast<int>(knob("JLLM_GEMV_PAIRS", kGemvPairs, /*min=*/0, /*max=*/3))
                           : 0;
     int64_t row_groups = 0, total_rows = 0, weight_bytes = 0, slots = 0;
     bool any_pairs = false;  // a member read as pairs (the label says so)
@@ -307,8 +326,6 @@ class Lowerer {
       const ir::WeightRef& w = W(members[m]);
       defs.push_back(D(absl::StrCat("JLLM_T", m), static_cast<int>(w.type)));
       defs.push_back(D(absl::StrCat("JLLM_N", m), w.dim(1)));
-      types.emplace_back(GgmlTypeName(w.type));
-      rows.push_back(absl::StrCat(w.dim(1)));
       const int type = static_cast<int>(w.type);
       any_pairs = any_pairs || geo::GemvPairUnits(type, pairs);
       if (!swiglu || m == 0) row_groups += geo::CeilDiv(w.dim(1), geo::GemvItemRows(type, pairs, r));
@@ -324,24 +341,24 @@ class Lowerer {
       total_rows += w.dim(1);
       weight_bytes += DeviceBytes(w);
     }
-    const int64_t want_items = kGemvTargetSms * nw * TuningOverride("JLLM_GEMV_ITEMS", kGemvItemsPerWarpX10) / 10;
+    const int64_t want_items = kGemvTargetSms * nw * knob("JLLM_GEMV_ITEMS", kGemvItemsPerWarpX10) / 10;
     int ksplit = static_cast<int>(std::clamp<int64_t>((want_items + row_groups - 1) / row_groups, 1, max_split));
-    ksplit = static_cast<int>(std::clamp<int64_t>(TuningOverride("JLLM_GEMV_KSPLIT", ksplit), 1, k / 256));
+    ksplit = static_cast<int>(std::clamp<int64_t>(knob("JLLM_GEMV_KSPLIT", ksplit), 1, k / 256));
     defs.push_back(D("JLLM_R", r));
     defs.push_back(D("JLLM_NW", nw));
     defs.push_back(D("JLLM_KSPLIT", ksplit));
-    defs.push_back(D("JLLM_DEPTH", TuningOverride("JLLM_GEMV_DEPTH", kGemvDepth, 1, /*max=*/8)));
-    defs.push_back(D("JLLM_MINB", TuningOverride("JLLM_GEMV_MINB", kGemvMinBlocks)));
-    int ring = static_cast<int>(TuningOverride("JLLM_GEMV_RING", kGemvRing, /*min=*/0, /*max=*/16));
+    defs.push_back(D("JLLM_DEPTH", knob("JLLM_GEMV_DEPTH", kGemvDepth, 1, /*max=*/8)));
+    defs.push_back(D("JLLM_MINB", knob("JLLM_GEMV_MINB", kGemvMinBlocks)));
+    int ring = static_cast<int>(knob("JLLM_GEMV_RING", kGemvRing, /*min=*/0, /*max=*/16));
     if (ring == 1) {  // gemv.cu: 0 or 2..16 slots
       WarnIgnored("JLLM_GEMV_RING", "1", "0 (registers) or 2..16 slots", kGemvRing);
       ring = kGemvRing;
     }
     defs.push_back(D("JLLM_RING", ring));
-    defs.push_back(D("JLLM_BULK", TuningOverride("JLLM_GEMV_BULK", kGemvBulk, /*min=*/0, /*max=*/1) != 0));
-    defs.push_back(D("JLLM_SPREAD", TuningOverride("JLLM_GEMV_SPREAD", kGemvSpread, /*min=*/0, /*max=*/1) != 0));
+    defs.push_back(D("JLLM_BULK", knob("JLLM_GEMV_BULK", kGemvBulk, /*min=*/0, /*max=*/1) != 0));
+    defs.push_back(D("JLLM_SPREAD", knob("JLLM_GEMV_SPREAD", kGemvSpread, /*min=*/0, /*max=*/1) != 0));
     defs.push_back(
-        D("JLLM_LATE_NORM", TuningOverride("JLLM_GEMV_LATE_NORM", kGemvLateNorm, /*min=*/0, /*max=*/1) != 0));
+        D("JLLM_LATE_NORM", knob("JLLM_GEMV_LATE_NORM", kGemvLateNorm, /*min=*/0, /*max=*/1) != 0));
     defs.push_back(D("JLLM_XPLANES", x_planes));
     defs.push_back(D("JLLM_PAIRS", pairs));
     defs.push_back(D("JLLM_XSLOTS", slots));  // gemv.cu checks that it counts the same
@@ -349,8 +366,7 @@ class Lowerer {
     defs.push_back(D("JLLM_RESIDUAL", residual.present()));
     defs.push_back(D("JLLM_SWIGLU", swiglu));
     KernelSpec s = Base("gemv.cu", "gemv",
-                        absl::StrCat("gemv ", absl::StrJoin(types, "+"), " ", absl::StrJoin(rows, "+"),
-                                     "x", k, norm ? " +norm" : "", residual.present() ? " +residual" : "",
+                        absl::StrCat("gemv ", shape, norm ? " +norm" : "", residual.present() ? " +residual" : "",
                                      swiglu ? " +swiglu" : "", ksplit > 1 ? absl::StrCat(" split", ksplit) : "",
                                      x_planes == 1 ? " x:i8" : x_planes == 2 ? " x:i16" : "",
                                      ring > 0 ? absl::StrCat(" ring", ring) : "", any_pairs ? " pairs" : ""),
@@ -359,7 +375,7 @@ class Lowerer {
     // JLLM_GEMV_GRID=N: at most N CTAs (0, the default: as many as fit the SMs). Fewer than fit
     // leave each SM room for the next kernel's CTAs, which then fill their rings while this one
     // streams (programmatic dependent launch) instead of after its CTAs leave.
-    if (const int64_t cap = TuningOverride("JLLM_GEMV_GRID", 0, /*min=*/0, /*max=*/1 << 20); cap > 0) {
+    if (const int64_t cap = knob("JLLM_GEMV_GRID", 0, /*min=*/0, /*max=*/1 << 20); cap > 0) {
       s.grid_x = std::min(s.grid_x, cap);
     }
     s.persistent = true;
