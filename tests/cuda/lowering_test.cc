@@ -205,34 +205,47 @@ TEST(Lowering, GemvGridCappedBySwitch) {
   for (size_t i = 0; i < capped.size(); ++i) EXPECT_EQ(capped[i], std::min<int64_t>(uncapped[i], 100)) << i;
 }
 
-// JLLM_GEMV_ONLY narrows the GEMV knobs to the shapes whose text contains it: with NW 16 for
-// "151936" only the logits GEMV (151,936 vocabulary rows) takes 16 warps, every other 8.
-TEST(Lowering, GemvKnobsForOneShape) {
+// The feed-forward GEMVs (gate+up with the SwiGLU, and the down projection reading its output)
+// take 16 warps a CTA, every other decode GEMV 8: 4b's 36 layers, and the logits.
+TEST(Lowering, FeedForwardGemvsTakeSixteenWarps) {
   auto g = testing::PresetGraph("4b");
   ASSERT_TRUE(g.ok()) << g.status();
-  ::jllm::testing::ScopedEnv env(
-      std::vector<std::pair<std::string, std::string>>{{"JLLM_GEMV_NW", "16"}, {"JLLM_GEMV_ONLY", "151936"}});
   auto lg = LowerGraph(*g);
   ASSERT_TRUE(lg.ok()) << lg.status();
-  int wide = 0, narrow = 0;
+  int ffn = 0, other = 0;
   for (const Launch* l : DecodeLaunches(*lg)) {
     if (l->kind != LaunchKind::kGemv) continue;
     const KernelSpec& spec = lg->specs[l->spec];
-    const bool logits = spec.label.find("151936") != std::string::npos;
-    EXPECT_EQ(spec.threads, logits ? 512 : 256) << spec.label;
-    ++(logits ? wide : narrow);
+    const bool feed_forward = spec.label.find("9728") != std::string::npos;  // 4b's FFN width
+    EXPECT_EQ(spec.threads, feed_forward ? 512 : 256) << spec.label;
+    ++(feed_forward ? ffn : other);
   }
-  EXPECT_EQ(wide, 1);
-  EXPECT_EQ(narrow, 4 * 36);  // QKV, attn-out, gate+up and down in each of 4b's 36 layers
+  EXPECT_EQ(ffn, 2 * 36);
+  EXPECT_EQ(other, 2 * 36 + 1);  // QKV and attn-out in each layer, and the logits
+}
+
+// JLLM_GEMV_ONLY narrows the GEMV knobs to the shapes whose text contains it: with NW 4 for
+// "151936" only the logits GEMV (151,936 vocabulary rows) takes 4 warps, the others their default.
+TEST(Lowering, GemvKnobsForOneShape) {
+  auto g = testing::PresetGraph("4b");
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto narrow = [&] {
+    auto lg = LowerGraph(*g);
+    EXPECT_TRUE(lg.ok()) << lg.status();
+    std::vector<std::string> out;
+    for (const Launch* l : DecodeLaunches(*lg)) {
+      if (l->kind == LaunchKind::kGemv && lg->specs[l->spec].threads == 128) out.push_back(lg->specs[l->spec].label);
+    }
+    return out;
+  };
+  ::jllm::testing::ScopedEnv env(
+      std::vector<std::pair<std::string, std::string>>{{"JLLM_GEMV_NW", "4"}, {"JLLM_GEMV_ONLY", "151936"}});
+  std::vector<std::string> four = narrow();
+  ASSERT_EQ(four.size(), 1u);
+  EXPECT_NE(four[0].find("151936"), std::string::npos) << four[0];
   // A list: the logits and every down projection (2560 rows x 9728).
   ::jllm::testing::ScopedEnv list(std::vector<std::pair<std::string, std::string>>{{"JLLM_GEMV_ONLY", "151936,2560x9728"}});
-  auto lg2 = LowerGraph(*g);
-  ASSERT_TRUE(lg2.ok()) << lg2.status();
-  int wide2 = 0;
-  for (const Launch* l : DecodeLaunches(*lg2)) {
-    if (l->kind == LaunchKind::kGemv && lg2->specs[l->spec].threads == 512) ++wide2;
-  }
-  EXPECT_EQ(wide2, 1 + 36);
+  EXPECT_EQ(narrow().size(), 1u + 36u);
 }
 
 // The prefill gate+up pair where its grid fills the GPU at a 512-token chunk (JLLM_GEMM_PAIR's
