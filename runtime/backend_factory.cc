@@ -47,8 +47,13 @@ absl::StatusOr<BackendChoice> CreateBackend(const BackendRequest& request) {
   options.device = request.device;
   options.debug_sync = request.debug_sync;
   options.plan_cubins = &cubins;
+  if (request.plan != nullptr) {
+    auto it = request.plan->sections.find(std::string(kTuningSection));
+    if (it != request.plan->sections.end()) options.plan_tuning = &it->second;
+  }
   ASSIGN_OR_RETURN(cuda::CudaOpened opened, cuda::OpenCudaBackend(options));
   if (!opened.notice.empty()) out.notices.push_back(opened.notice);
+  out.device = opened.device;
   out.backend = std::move(opened.backend);
   return out;
 #else

@@ -14,7 +14,7 @@ namespace jllm::runtime {
 
 struct BackendRequest {
   std::string name = "auto";
-  const Plan* plan = nullptr;  // for its ahead-of-time CUBINs, if any
+  const Plan* plan = nullptr;  // for its ahead-of-time CUBINs and tuning, if any
   int device = 0;              // GPU ordinal
   bool debug_sync = false;     // cuda: synchronize after every kernel (finds faults)
 };
@@ -22,6 +22,7 @@ struct BackendRequest {
 struct BackendChoice {
   std::unique_ptr<Backend> backend;
   std::vector<std::string> notices;  // one line each, for stderr
+  std::string device;                // the GPU ("NVIDIA H200 (sm_90, 132 SMs)"); empty for the CPU
 };
 
 // Errors: an unknown name (listing cpu, cuda, auto); cuda without a usable GPU (the reason) or

@@ -17,6 +17,8 @@
 //                         most once; a reader keeps them all and uses the ones it knows:
 //     KSPC  the CUDA backend's kernel specs (backends/cuda/lowering/kernel_plan_io.h)
 //     CUBN  CUBINs compiled ahead of time, per GPU architecture (jllm-compile --arch)
+//     TUNE  per-shape GEMV knobs measured on a GPU (jllm-compile --tune or --tuning FILE; YAML,
+//           backends/cuda/lowering/tuning.h): KSPC and CUBN are lowered with them
 //   u64 checksum          StableHash64 of every byte before it
 // Checks on reading, in order: magic, format version, length (truncation), checksum
 // (corruption), then each section, bounds-checked. Each failure has its own message saying
@@ -63,6 +65,7 @@ struct Plan {
 
 inline constexpr std::string_view kKernelSpecsSection = "KSPC";
 inline constexpr std::string_view kCubinsSection = "CUBN";
+inline constexpr std::string_view kTuningSection = "TUNE";
 
 // The plan file image; writes this build's JllmVersion() as the writer.
 std::string SerializePlan(const Plan& plan);

@@ -29,6 +29,7 @@ absl::StatusOr<CudaOpened> OpenCudaBackend(const CudaOpenOptions& options) {
                    CudartDevice::Open(options.device, CubinCache::FromEnvironment()));
   CudaOpened out;
   out.arch = device->properties().arch;
+  out.device = DeviceIdentity(device->properties());
   CudaBackendOptions bo;
   const char* sync = std::getenv("JLLM_CUDA_SYNC");
   bo.debug_sync = options.debug_sync || (sync != nullptr && std::strcmp(sync, "1") == 0);
@@ -41,6 +42,16 @@ absl::StatusOr<CudaOpened> OpenCudaBackend(const CudaOpenOptions& options) {
       for (const auto& [arch, cubins] : *options.plan_cubins) archs.push_back(arch);
       out.notice = absl::StrCat("the plan's ahead-of-time kernels are for ", absl::StrJoin(archs, ", "),
                                 "; this GPU is ", out.arch, ": compiling them with NVRTC");
+    }
+  }
+  if (options.plan_tuning != nullptr) {
+    ASSIGN_OR_RETURN(TuningTable tuning, ParseTuningYaml(*options.plan_tuning, "the plan's tuning section"));
+    if (!tuning.device.empty() && tuning.device != out.device) {
+      absl::StrAppend(&out.notice, out.notice.empty() ? "" : "; ", "the plan's tuning was measured on ", tuning.device,
+                      ", this GPU is ", out.device, ": using the built-in choices (jllm-compile --tune on this GPU "
+                      "tunes for it)");
+    } else {
+      bo.tuning = std::move(tuning);
     }
   }
   if (const char* omit = std::getenv("JLLM_OMIT"); omit != nullptr && *omit != '\0') {

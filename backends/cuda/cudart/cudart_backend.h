@@ -16,11 +16,15 @@ struct CudaOpenOptions {
   bool debug_sync = false;
   // The plan's ahead-of-time CUBINs: arch -> (KernelSpec::ModuleKey() -> CUBIN).
   const std::map<std::string, std::map<std::string, std::string>>* plan_cubins = nullptr;
+  // The plan's tuning table (lowering/tuning.h, YAML; null: none). Used where it was measured on
+  // this GPU; on another, the heuristics are (with a notice).
+  const std::string* plan_tuning = nullptr;
 };
 
 struct CudaOpened {
   std::unique_ptr<Backend> backend;
   std::string arch;    // "sm_90"
+  std::string device;  // DeviceIdentity(): "NVIDIA H200 (sm_90, 132 SMs)"
   std::string notice;  // e.g. that the plan's CUBINs are for other GPUs; empty if none
 };
 

@@ -65,6 +65,7 @@ class CudaBackend : public Backend {
     ro.debug_sync = options_.debug_sync;
     ro.omit_kernels = options_.omit_kernels;
     ro.cubins = &options_.cubins;
+    ro.tuning = &options_.tuning;
     ASSIGN_OR_RETURN(runner_, GraphRunner::Create(graph, *device_, weights, ro));
     return absl::OkStatus();
   }
@@ -77,7 +78,7 @@ class CudaBackend : public Backend {
   }
 
   absl::StatusOr<int64_t> DefaultContext(const ir::Graph& graph, const BackendOptions& options) override {
-    ASSIGN_OR_RETURN(LoweredGraph lowered, LowerGraph(graph));
+    ASSIGN_OR_RETURN(LoweredGraph lowered, LowerGraph(graph, &options_.tuning));
     ASSIGN_OR_RETURN(const int64_t free_bytes, device_->FreeBytes());
     const RunnerOptions defaults;
     ASSIGN_OR_RETURN(const int64_t fits,
@@ -115,6 +116,10 @@ class CudaBackend : public Backend {
 };
 
 }  // namespace
+
+std::string DeviceIdentity(const DeviceProperties& p) {
+  return absl::StrFormat("%s (%s, %d SMs)", p.name, p.arch, p.sm_count);
+}
 
 std::unique_ptr<Backend> CreateCudaBackendOn(std::unique_ptr<DeviceApi> device,
                                              CudaBackendOptions options) {

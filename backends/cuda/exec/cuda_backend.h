@@ -10,6 +10,7 @@
 
 #include "backends/backend.h"
 #include "backends/cuda/exec/device_api.h"
+#include "backends/cuda/lowering/tuning.h"
 
 namespace jllm::cuda {
 
@@ -18,6 +19,8 @@ struct CudaBackendOptions {
   std::vector<std::string> omit_kernels;  // see RunnerOptions::omit_kernels
   // CUBINs from the plan for this device's architecture, by KernelSpec::ModuleKey().
   std::map<std::string, std::string> cubins;
+  // The plan's per-shape GEMV knobs, measured on this GPU (lowering/tuning.h); empty: none.
+  TuningTable tuning;
 };
 
 std::unique_ptr<Backend> CreateCudaBackendOn(std::unique_ptr<DeviceApi> device,

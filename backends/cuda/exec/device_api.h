@@ -37,6 +37,9 @@ struct DeviceProperties {
   bool pdl = false;
 };
 
+// "NVIDIA H200 (sm_90, 132 SMs)": what a tuning table names as the GPU it was measured on.
+std::string DeviceIdentity(const DeviceProperties& p);
+
 using KernelHandle = int;  // index into the device's loaded kernels
 using GraphHandle = int;
 using EventHandle = int;

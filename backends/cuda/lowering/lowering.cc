@@ -39,7 +39,8 @@ static_assert(static_cast<int>(ir::KvDType::kF16) == 0 && static_cast<int>(ir::K
                   static_cast<int>(ir::KvDType::kF32) == 2,
               "kv_cache.cuh's element type ids are ir's KvDType");
 
-// Tuning heuristics (per-shape tuning replaces them later; see docs/PERF.md). Each can be
+// Tuning heuristics: what a GEMV shape gets where the plan's tuning table (tuning.h, measured by
+// jllm-compile --tune) does not name it, and every other kernel's choices. Each can be
 // overridden for A/B measurements by an environment variable read wherever the graph is lowered
 // (the CUDA backend at load; jllm-compile for --arch CUBINs, which match only the same values):
 // JLLM_GEMV_R, JLLM_GEMV_NW, JLLM_GEMV_DEPTH, JLLM_GEMV_MINB, JLLM_GEMV_ITEMS, JLLM_GEMV_KSPLIT,
@@ -164,6 +165,18 @@ int64_t TuningOverride(const char* name, int64_t fallback, int64_t min = 1,
   return fallback;
 }
 
+// A GEMV knob's environment variable (the A/B switch) if it is set to a value the knob takes,
+// else `fallback` (with a warning when it is set to something else).
+int64_t KnobOverride(const GemvKnob& knob, int64_t fallback) {
+  const std::string env(knob.env);
+  const char* v = std::getenv(env.c_str());
+  if (v == nullptr || *v == '\0') return fallback;
+  int64_t out = 0;
+  if (absl::SimpleAtoi(v, &out) && knob.Allows(out)) return out;
+  WarnIgnored(env.c_str(), v, absl::StrCat("an integer ", knob.Range()), fallback);
+  return fallback;
+}
+
 }  // namespace
 
 int GemvActivationPlanes() {
@@ -184,6 +197,8 @@ int AttentionKernel() { return static_cast<int>(TuningOverride("JLLM_ATTN_KERNEL
 
 bool Prefetching() { return TuningOverride("JLLM_PREFETCH", kPrefetch, /*min=*/0, /*max=*/1) != 0; }
 
+bool UseTuning() { return TuningOverride("JLLM_TUNING", 1, /*min=*/0, /*max=*/1) != 0; }
+
 namespace {
 
 std::string D(std::string_view name, int64_t v) { return absl::StrCat(Sv(name), "=", v); }
@@ -192,7 +207,7 @@ int64_t KvElemBytes(ir::KvDType t) { return t == ir::KvDType::kF32 ? 4 : t == ir
 
 class Lowerer {
  public:
-  explicit Lowerer(const ir::Graph& g) : g_(g) {}
+  Lowerer(const ir::Graph& g, const TuningTable* tuning) : g_(g), tuning_(tuning) {}
 
   absl::StatusOr<LoweredGraph> Run() {
     out_.nodes.resize(g_.nodes.size());
@@ -208,6 +223,7 @@ class Lowerer {
                                                     st.message()));
       }
     }
+    RETURN_IF_ERROR(CheckTuningShapes());
     if (Prefetching()) AssignPrefetches();
     if (out_.logits >= 0) {
       const int64_t vocab = Width(out_.logits);
@@ -244,6 +260,20 @@ class Lowerer {
         }
       }
     }
+  }
+
+  // A table naming a shape this graph has no GEMV of was made for another model (or the key
+  // is mistyped): an error listing the graph's shapes, rather than a tuning silently unused.
+  absl::Status CheckTuningShapes() const {
+    if (tuning_ == nullptr) return absl::OkStatus();
+    for (const auto& [key, knobs] : tuning_->gemv) {
+      if (used_keys_.count(key) == 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "tuning: GEMV shape '", key, "' is not one of this graph's (", absl::StrJoin(used_keys_, "; "),
+            "): the table was made for another model or pass configuration; tune again (jllm-compile --tune)"));
+      }
+    }
+    return absl::OkStatus();
   }
 
   int64_t Width(ir::ValueId v) const { return g_.type_of(v).shape.dims.back(); }
@@ -292,36 +322,47 @@ class Lowerer {
               const std::vector<Operand>& ys, float eps, bool swiglu, bool ffn = false) {
     const int64_t k = W(members[0]).dim(0);
     const bool norm = gamma.present();
-    // The GEMV knobs (JLLM_GEMV_*) apply to every GEMV, or with JLLM_GEMV_ONLY=text[,text...]
-    // only to those whose shape ("q4_K+q4_K+q6_K 4096+1024+1024x2560") contains one of the
-    // texts: an A/B of some shapes.
-    std::vector<std::string> shape_types, shape_rows;
+    // The GEMV knobs: the tuning table's values for this shape (tuning.h) where it has them,
+    // else the heuristics below; an environment variable (JLLM_GEMV_*) overrides both, on every
+    // GEMV or, with JLLM_GEMV_ONLY=text[,text...], on those whose key ("q4_K+q4_K+q6_K
+    // 4096+1024+1024x2560 +norm") contains one of the texts: an A/B of some shapes.
+    std::vector<std::string> shape_types;
+    std::vector<int64_t> shape_rows;
     for (ir::WeightId id : members) {
       shape_types.emplace_back(GgmlTypeName(W(id).type));
-      shape_rows.push_back(absl::StrCat(W(id).dim(1)));
+      shape_rows.push_back(W(id).dim(1));
     }
-    const std::string shape = absl::StrCat(absl::StrJoin(shape_types, "+"), " ", absl::StrJoin(shape_rows, "+"), "x", k);
+    const std::string key = GemvShapeKey(shape_types, shape_rows, k, norm, residual.present(), swiglu);
     const char* only = std::getenv("JLLM_GEMV_ONLY");
-    bool tuned = only == nullptr || *only == '\0';
+    bool selected = only == nullptr || *only == '\0';
     for (absl::string_view text : absl::StrSplit(only == nullptr ? "" : only, ',', absl::SkipEmpty())) {
-      tuned = tuned || absl::StrContains(shape, text);
+      selected = selected || absl::StrContains(key, text);
     }
-    auto knob = [tuned](const char* name, int64_t fallback, int64_t min = 1,
-                        int64_t max = std::numeric_limits<int64_t>::max()) {
-      return tuned ? TuningOverride(name, fallback, min, max) : fallback;
+    const GemvKnobValues* tuned = nullptr;
+    if (tuning_ != nullptr) {
+      if (auto it = tuning_->gemv.find(key); it != tuning_->gemv.end()) tuned = &it->second;
+      used_keys_.insert(key);
+    }
+    auto knob = [&](std::string_view name, int64_t heuristic) {
+      const GemvKnob* kn = FindGemvKnob(name);
+      int64_t value = heuristic;
+      if (tuned != nullptr) {
+        if (auto it = tuned->find(std::string(name)); it != tuned->end()) value = it->second;
+      }
+      return selected ? KnobOverride(*kn, value) : value;
     };
     std::vector<std::string> defs = {D("JLLM_K", k), D("JLLM_NM", static_cast<int64_t>(members.size()))};
-    const int r = static_cast<int>(knob("JLLM_GEMV_R", kGemvRows));
-    const int nw = static_cast<int>(knob("JLLM_GEMV_NW", ffn ? kGemvFfnWarps : kGemvWarps, 1, /*max=*/32));
+    const int r = static_cast<int>(knob("r", kGemvRows));
+    const int nw = static_cast<int>(knob("nw", ffn ? kGemvFfnWarps : kGemvWarps));
     const int x_planes = GemvActivationPlanes();
     // Pairs read quantized x only (their dots have no f32 form), and only in GEMVs of at least
     // kGemvPairsMinMib of weights: on smaller ones their longer x staging costs more than the
     // issue slots they save (0.6b's 2–4 MiB matrices, docs/PERF.md).
     int64_t group_bytes = 0;
     for (ir::WeightId id : members) group_bytes += DeviceBytes(W(id));
-    const int64_t pairs_min = knob("JLLM_GEMV_PAIRS_MIN_MIB", kGemvPairsMinMib, /*min=*/0, /*max=*/1 << 20) << 20;
+    const int64_t pairs_min = knob("pairs_min_mib", kGemvPairsMinMib) << 20;
     const int pairs = x_planes > 0 && group_bytes >= pairs_min
-                          ? static_cast<int>(knob("JLLM_GEMV_PAIRS", kGemvPairs, /*min=*/0, /*max=*/3))
+                          ? static_cast<int>(knob("pairs", kGemvPairs))
                           : 0;
     int64_t row_groups = 0, total_rows = 0, weight_bytes = 0, slots = 0;
     bool any_pairs = false;  // a member read as pairs (the label says so)
@@ -346,24 +387,20 @@ class Lowerer {
       total_rows += w.dim(1);
       weight_bytes += DeviceBytes(w);
     }
-    const int64_t want_items = kGemvTargetSms * nw * knob("JLLM_GEMV_ITEMS", kGemvItemsPerWarpX10) / 10;
+    const int64_t want_items = kGemvTargetSms * nw * knob("items", kGemvItemsPerWarpX10) / 10;
     int ksplit = static_cast<int>(std::clamp<int64_t>((want_items + row_groups - 1) / row_groups, 1, max_split));
-    ksplit = static_cast<int>(std::clamp<int64_t>(knob("JLLM_GEMV_KSPLIT", ksplit), 1, k / 256));
+    ksplit = static_cast<int>(std::clamp<int64_t>(knob("ksplit", ksplit), 1, k / 256));
     defs.push_back(D("JLLM_R", r));
     defs.push_back(D("JLLM_NW", nw));
     defs.push_back(D("JLLM_KSPLIT", ksplit));
-    defs.push_back(D("JLLM_DEPTH", knob("JLLM_GEMV_DEPTH", kGemvDepth, 1, /*max=*/8)));
-    defs.push_back(D("JLLM_MINB", knob("JLLM_GEMV_MINB", ffn ? kGemvFfnMinBlocks : kGemvMinBlocks)));
-    int ring = static_cast<int>(knob("JLLM_GEMV_RING", kGemvRing, /*min=*/0, /*max=*/16));
-    if (ring == 1) {  // gemv.cu: 0 or 2..16 slots
-      WarnIgnored("JLLM_GEMV_RING", "1", "0 (registers) or 2..16 slots", kGemvRing);
-      ring = kGemvRing;
-    }
+    defs.push_back(D("JLLM_DEPTH", knob("depth", kGemvDepth)));
+    defs.push_back(D("JLLM_MINB", knob("minb", ffn ? kGemvFfnMinBlocks : kGemvMinBlocks)));
+    const int ring = static_cast<int>(knob("ring", kGemvRing));
     defs.push_back(D("JLLM_RING", ring));
-    defs.push_back(D("JLLM_BULK", knob("JLLM_GEMV_BULK", kGemvBulk, /*min=*/0, /*max=*/1) != 0));
-    defs.push_back(D("JLLM_SPREAD", knob("JLLM_GEMV_SPREAD", kGemvSpread, /*min=*/0, /*max=*/1) != 0));
+    defs.push_back(D("JLLM_BULK", knob("bulk", kGemvBulk) != 0));
+    defs.push_back(D("JLLM_SPREAD", knob("spread", kGemvSpread) != 0));
     defs.push_back(
-        D("JLLM_LATE_NORM", knob("JLLM_GEMV_LATE_NORM", kGemvLateNorm, /*min=*/0, /*max=*/1) != 0));
+        D("JLLM_LATE_NORM", knob("late_norm", kGemvLateNorm) != 0));
     defs.push_back(D("JLLM_XPLANES", x_planes));
     defs.push_back(D("JLLM_PAIRS", pairs));
     defs.push_back(D("JLLM_XSLOTS", slots));  // gemv.cu checks that it counts the same
@@ -371,8 +408,7 @@ class Lowerer {
     defs.push_back(D("JLLM_RESIDUAL", residual.present()));
     defs.push_back(D("JLLM_SWIGLU", swiglu));
     KernelSpec s = Base("gemv.cu", "gemv",
-                        absl::StrCat("gemv ", shape, norm ? " +norm" : "", residual.present() ? " +residual" : "",
-                                     swiglu ? " +swiglu" : "", ksplit > 1 ? absl::StrCat(" split", ksplit) : "",
+                        absl::StrCat("gemv ", key, ksplit > 1 ? absl::StrCat(" split", ksplit) : "",
                                      x_planes == 1 ? " x:i8" : x_planes == 2 ? " x:i16" : "",
                                      ring > 0 ? absl::StrCat(" ring", ring) : "", any_pairs ? " pairs" : ""),
                         defs, 32 * nw);
@@ -380,7 +416,7 @@ class Lowerer {
     // JLLM_GEMV_GRID=N: at most N CTAs (0, the default: as many as fit the SMs). Fewer than fit
     // leave each SM room for the next kernel's CTAs, which then fill their rings while this one
     // streams (programmatic dependent launch) instead of after its CTAs leave.
-    if (const int64_t cap = knob("JLLM_GEMV_GRID", 0, /*min=*/0, /*max=*/1 << 20); cap > 0) {
+    if (const int64_t cap = knob("grid", 0); cap > 0) {
       s.grid_x = std::min(s.grid_x, cap);
     }
     s.persistent = true;
@@ -393,6 +429,7 @@ class Lowerer {
     Launch l;
     l.kind = LaunchKind::kGemv;
     l.spec = Add(std::move(s));
+    l.tune_key = key;
     l.ops.assign(slot::kGemvCount, Operand::None());
     l.ops[slot::kGemvX] = x;
     l.ops[slot::kGemvGamma] = gamma;
@@ -891,6 +928,8 @@ class Lowerer {
   }
 
   const ir::Graph& g_;
+  const TuningTable* tuning_;          // null: the heuristics only
+  std::set<std::string> used_keys_;    // the GEMV shapes lowered (with a table)
   std::vector<int> producer_;  // per value: the node producing it, or -1
   LoweredGraph out_;
   int node_ = 0;
@@ -898,11 +937,12 @@ class Lowerer {
 
 }  // namespace
 
-absl::StatusOr<LoweredGraph> LowerGraph(const ir::Graph& graph) {
+absl::StatusOr<LoweredGraph> LowerGraph(const ir::Graph& graph, const TuningTable* tuning) {
   if (absl::Status st = ir::Verify(graph); !st.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("cuda: the graph fails verification: ", st.message()));
   }
-  return Lowerer(graph).Run();
+  if (tuning != nullptr && (tuning->empty() || !UseTuning())) tuning = nullptr;
+  return Lowerer(graph, tuning).Run();
 }
 
 }  // namespace jllm::cuda

@@ -32,6 +32,7 @@
 
 #include "absl/status/statusor.h"
 #include "backends/cuda/lowering/kernel_spec.h"
+#include "backends/cuda/lowering/tuning.h"
 #include "ir/graph.h"
 
 namespace jllm::cuda {
@@ -81,6 +82,8 @@ struct Launch {
   // (kernel_args.h, L2Prefetch), and their device bytes.
   Operand prefetch[2] = {Operand::None(), Operand::None()};
   int64_t prefetch_bytes[2] = {0, 0};
+  // gemv: its shape in a tuning table (tuning.h, GemvShapeKey); empty for other kinds.
+  std::string tune_key;
 };
 
 struct NodeLowering {
@@ -101,8 +104,13 @@ struct LoweredGraph {
 };
 
 // Errors name the node and what is unsupported (a weight type, a shape); every op of ir/ops.h
-// with Qwen3's shapes lowers.
-absl::StatusOr<LoweredGraph> LowerGraph(const ir::Graph& graph);
+// with Qwen3's shapes lowers. `tuning` (tuning.h, null or empty: none) sets the knobs of the
+// GEMV shapes it names; a shape it names that the graph lacks is an error.
+absl::StatusOr<LoweredGraph> LowerGraph(const ir::Graph& graph, const TuningTable* tuning = nullptr);
+
+// Whether LowerGraph uses a tuning table it is given: JLLM_TUNING=0 ignores it (the A/B of tuned
+// against the heuristics), 1 (default) uses it.
+bool UseTuning();
 
 // How the decode GEMVs of the K-quants and q8_0 read x, from JLLM_GEMV_X at lowering: "i16"
 // (2, the default: int16 runs of 16 as two int8 planes, two dp4a passes; logits within --validate's
