@@ -309,5 +309,91 @@ TEST(Lowering, UnusableTuningValuesAreIgnoredWithAWarning) {
   EXPECT_EQ(got, defaults);
 }
 
+// The decode GEMV specs of `lg` by tuning key, in step order.
+std::vector<std::pair<std::string, KernelSpec>> DecodeGemvs(const LoweredGraph& lg) {
+  std::vector<std::pair<std::string, KernelSpec>> out;
+  for (const Launch* l : DecodeLaunches(lg)) {
+    if (l->kind == LaunchKind::kGemv) out.emplace_back(l->tune_key, lg.specs[l->spec]);
+  }
+  return out;
+}
+
+std::string Define(const KernelSpec& s, const std::string& name) {
+  for (const auto& [n, v] : s.DefineList()) {
+    if (n == name) return v;
+  }
+  return "";
+}
+
+// A tuning table sets the knobs of the shapes it names and of no other: with 4 warps, 4 CTAs an
+// SM and a ring of 2 for 4b's attention output projection (2,560 rows of 4,096 q4_K columns, the
+// residual added), its 36 GEMVs change and every other GEMV lowers as without a table.
+TEST(Lowering, TuningTableSetsTheKnobsOfItsShapesOnly) {
+  auto g = testing::PresetGraph("4b");
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto plain = LowerGraph(*g);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  TuningTable table;
+  table.gemv["q4_K 2560x4096 +residual"] = {{"nw", 4}, {"minb", 4}, {"ring", 2}};
+  auto tuned = LowerGraph(*g, &table);
+  ASSERT_TRUE(tuned.ok()) << tuned.status();
+  const auto before = DecodeGemvs(*plain), after = DecodeGemvs(*tuned);
+  ASSERT_EQ(before.size(), after.size());
+  int changed = 0;
+  for (size_t i = 0; i < after.size(); ++i) {
+    ASSERT_EQ(before[i].first, after[i].first) << i;
+    EXPECT_EQ(after[i].second.label.rfind("gemv " + after[i].first, 0), 0u) << after[i].second.label;
+    if (after[i].first != "q4_K 2560x4096 +residual") {
+      EXPECT_EQ(before[i].second, after[i].second) << after[i].second.label;
+      continue;
+    }
+    ++changed;
+    EXPECT_EQ(after[i].second.threads, 128);
+    EXPECT_EQ(Define(after[i].second, "JLLM_MINB"), "4");
+    EXPECT_EQ(Define(after[i].second, "JLLM_RING"), "2");
+    EXPECT_EQ(before[i].second.threads, 256);  // the heuristics: 8 warps
+  }
+  EXPECT_EQ(changed, 36);
+}
+
+// An environment variable still overrides the table (the A/B switch), and JLLM_TUNING=0 ignores
+// the table (the A/B of tuned against built-in choices).
+TEST(Lowering, SwitchesOverrideTheTableAndTuningZeroIgnoresIt) {
+  auto g = testing::PresetGraph("4b");
+  ASSERT_TRUE(g.ok()) << g.status();
+  TuningTable table;
+  table.gemv["q4_K 2560x4096 +residual"] = {{"nw", 4}, {"minb", 4}};
+  auto threads = [&] {
+    auto lg = LowerGraph(*g, &table);
+    EXPECT_TRUE(lg.ok()) << lg.status();
+    for (const auto& [key, spec] : DecodeGemvs(*lg)) {
+      if (key == "q4_K 2560x4096 +residual") return spec.threads;
+    }
+    return int64_t{-1};
+  };
+  EXPECT_EQ(threads(), 128);
+  {
+    ::jllm::testing::ScopedEnv env(std::vector<std::pair<std::string, std::string>>{{"JLLM_GEMV_NW", "2"}});
+    EXPECT_EQ(threads(), 64);
+  }
+  ::jllm::testing::ScopedEnv env(std::vector<std::pair<std::string, std::string>>{{"JLLM_TUNING", "0"}});
+  EXPECT_EQ(threads(), 256);
+}
+
+// A table naming a shape the graph has no GEMV of (another model's table, a typo) is refused,
+// naming the shape and listing the graph's own.
+TEST(Lowering, TuningTableForAnotherModelIsRefused) {
+  auto g = testing::PresetGraph("0.6b");
+  ASSERT_TRUE(g.ok()) << g.status();
+  TuningTable table;
+  table.gemv["q4_K 2560x4096 +residual"] = {{"nw", 16}};  // 4b's attention output projection
+  auto lg = LowerGraph(*g, &table);
+  ASSERT_FALSE(lg.ok());
+  const std::string msg(lg.status().message());
+  EXPECT_NE(msg.find("GEMV shape 'q4_K 2560x4096 +residual' is not one of this graph's"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("q6_K 151936x1024"), std::string::npos) << msg;  // 0.6b's logits, listed
+  EXPECT_NE(msg.find("jllm-compile --tune"), std::string::npos) << msg;
+}
+
 }  // namespace
 }  // namespace jllm::cuda
