@@ -15,6 +15,14 @@ const std::vector<std::string>& BackendNames() {
   return names;
 }
 
+std::string GpuUnavailableReason() {
+#if JLLM_HAVE_CUDA
+  return cuda::CudaUnavailableReason();
+#else
+  return "this jllm was built without the CUDA backend (no CUDA toolkit at build time)";
+#endif
+}
+
 absl::StatusOr<BackendChoice> CreateBackend(const BackendRequest& request) {
   BackendChoice out;
   if (request.name == "cpu") {

@@ -29,6 +29,9 @@ struct BackendChoice {
 // in a build without the CUDA backend.
 absl::StatusOr<BackendChoice> CreateBackend(const BackendRequest& request);
 
+// Why the cuda backend cannot run here ("" when it can): no GPU or driver, or a build without CUDA.
+std::string GpuUnavailableReason();
+
 // The names CreateBackend takes.
 const std::vector<std::string>& BackendNames();
 

@@ -31,6 +31,7 @@
 #include "passes/pipeline.h"
 #include "runtime/backend_factory.h"
 #include "runtime/decode_cost.h"
+#include "runtime/decode_timer.h"
 #include "runtime/plan_file.h"
 #include "runtime/plan_weights.h"
 #include "tools/support/flag_checks.h"
@@ -135,17 +136,7 @@ class Bench {
       RETURN_IF_ERROR(Prefill(Tokens(depth + 1), 0));
       depth_ready_ = depth;
     }
-    jllm::SamplingParams greedy;
-    greedy.temperature = 0;
-    jllm::StepOptions o;
-    o.sampling = &greedy;
-    int32_t token = Tokens(1)[0];
-    const auto start = Clock::now();
-    for (int64_t i = 0; i < n; ++i) {
-      const int32_t one[1] = {token};
-      ASSIGN_OR_RETURN(token, backend_.Step(one, depth + i, o));
-    }
-    return std::chrono::duration<double>(Clock::now() - start).count();
+    return jllm::runtime::TimeGreedyDecode(backend_, Tokens(1)[0], n, depth);
   }
 
  private:

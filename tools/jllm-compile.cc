@@ -3,19 +3,27 @@
 //
 //   jllm-compile model.gguf -o plan.bin [--passes passes.yaml] [--dump-ir] [--dump-ir-after NAME]
 //   jllm-compile model.gguf -o plan.bin --arch sm_87,sm_90    with ahead-of-time CUBINs
+//   jllm-compile model.gguf -o plan.bin --tune                tuned on this machine's GPU
+//   jllm-compile model.gguf -o plan.bin --tuning tuning.yaml  with per-shape choices from a file
 //
 // The plan always records the CUDA backend's kernel specs; with --arch it also carries CUBINs
-// for those GPUs, compiled here with NVRTC (no GPU needed).
+// for those GPUs, compiled here with NVRTC (no GPU needed). With --tune (a GPU needed) or
+// --tuning it carries per-shape GEMV choices (backends/cuda/lowering/tuning.h), and the specs
+// and CUBINs are lowered with them.
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <string>
 
 #include "CLI/CLI.hpp"
+#include "fileio/read_file.h"
 #include "absl/strings/str_split.h"
+#include "backends/cuda/lowering/gemv_tuner.h"
 #include "backends/cuda/lowering/kernel_plan_io.h"
 #include "backends/cuda/lowering/lowering.h"
+#include "backends/cuda/lowering/tuning.h"
 #if JLLM_HAVE_NVRTC
 #include "backends/cuda/nvrtc/aot_compile.h"
 #endif
@@ -28,7 +36,9 @@
 #include "runtime/plan_file.h"
 #include "runtime/plan_check.h"
 #include "runtime/plan_weights.h"
+#include "tools/support/flag_checks.h"
 #include "tools/support/tool_main.h"
+#include "tools/tune/gpu_step_timer.h"
 
 namespace {
 
@@ -42,8 +52,9 @@ double Since(Clock::time_point t) {
 
 int Main(int argc, char** argv) {
   CLI::App app{"Compiles a Qwen3 GGUF model into a jllm plan file."};
-  std::string model, out, passes_file, dump_after, arch_list;
-  bool dump_ir = false;
+  std::string model, out, passes_file, dump_after, arch_list, tuning_file;
+  bool dump_ir = false, tune = false;
+  int64_t tune_shapes = 0;
   app.add_option("model", model, "the GGUF model file")->required();
   app.add_option("-o,--output", out, "the plan file to write")->required();
   app.add_option("--passes", passes_file,
@@ -54,6 +65,14 @@ int Main(int argc, char** argv) {
   app.add_option("--arch", arch_list,
                  "GPU architectures to compile the CUDA kernels for ahead of time, comma-separated "
                  "(e.g. sm_87,sm_90); at run time other GPUs compile with NVRTC");
+  auto* tune_flag = app.add_flag("--tune", tune,
+                                 "measure per-shape GEMV choices on this machine's GPU (the one the plan will run "
+                                 "on; minutes) and store them in the plan");
+  app.add_option("--tune-shapes", tune_shapes, "with --tune: only the N GEMV shapes with the most bytes (0: all)")
+      ->check(jllm::tools::IntRange(0, 1 << 20, "0 = all"))
+      ->needs(tune_flag);
+  app.add_option("--tuning", tuning_file, "per-shape GEMV choices from a YAML file (as --tune writes them)")
+      ->excludes(tune_flag);
   CLI11_PARSE(app, argc, argv);
 
   const auto start = Clock::now();
@@ -115,15 +134,47 @@ int Main(int argc, char** argv) {
   if (!weights.ok()) return Fail(weights.status());
   plan.weights = *std::move(weights);
 
+  // Per-shape GEMV choices: from a file, or measured on this GPU.
+  jllm::cuda::TuningTable tuning;
+  if (!tuning_file.empty()) {
+    auto text = jllm::fileio::ReadFile(tuning_file, "tuning file", 1 << 20);
+    if (!text.ok()) return Fail(text.status());
+    auto parsed = jllm::cuda::ParseTuningYaml(*text, tuning_file);
+    if (!parsed.ok()) return Fail(parsed.status());
+    tuning = *std::move(parsed);
+    if (auto check = jllm::cuda::LowerGraph(plan.graph, &tuning); !check.ok()) {
+      return Fail(absl::Status(check.status().code(), absl::StrCat(tuning_file, ": ", check.status().message())));
+    }
+  } else if (tune) {
+    auto weights = jllm::runtime::PlanWeights::Open(plan.weights, out);
+    if (!weights.ok()) return Fail(weights.status());
+    auto timer = jllm::tools::GpuStepTimer::Open(plan, **weights);
+    if (!timer.ok()) {
+      return Fail(absl::Status(timer.status().code(), absl::StrCat("--tune measures decode steps on the GPU the plan "
+                                                                   "will run on: ", timer.status().message())));
+    }
+    std::fprintf(stderr, "jllm-compile: tuning the decode GEMVs on %s\n", (*timer)->device().c_str());
+    jllm::cuda::GemvTuneOptions to;
+    to.max_shapes = static_cast<int>(tune_shapes);
+    to.progress = [](const std::string& line) { std::fprintf(stderr, "jllm-compile: tune: %s\n", line.c_str()); };
+    auto result = jllm::cuda::TuneDecodeGemvs(plan.graph, (*timer)->device(), std::ref(**timer), to);
+    if (!result.ok()) return Fail(result.status());
+    std::printf("tuned on %s: %.4f ms a decode step with the built-in choices, %.4f ms tuned (%d timed, %d could "
+                "not run)\n%s", result->table.device.c_str(), result->heuristic_s * 1e3, result->tuned_s * 1e3,
+                result->timed, result->skipped, jllm::cuda::TuningToYaml(result->table).c_str());
+    tuning = std::move(result->table);
+  }
+  if (!tuning_file.empty() || tune) plan.sections[std::string(jllm::runtime::kTuningSection)] = jllm::cuda::TuningToYaml(tuning);
+
   // The CUDA backend's kernels for this graph (plain data: no GPU needed).
-  auto lowered = jllm::cuda::LowerGraph(plan.graph);
+  auto lowered = jllm::cuda::LowerGraph(plan.graph, &tuning);
   if (lowered.ok()) {
     plan.sections[std::string(jllm::runtime::kKernelSpecsSection)] = jllm::cuda::SerializeKernelSpecs(lowered->specs);
     std::fprintf(stderr, "jllm-compile: %zu CUDA kernel specs\n", lowered->specs.size());
   } else {
     std::fprintf(stderr, "jllm-compile: note: the CUDA backend cannot run this graph (%s); cpu only\n",
                  std::string(lowered.status().message()).c_str());
-    if (!arch_list.empty()) return Fail(lowered.status());
+    if (!arch_list.empty() || !tuning.empty()) return Fail(lowered.status());
   }
   if (!arch_list.empty()) {
     std::vector<std::string> archs;
@@ -144,7 +195,7 @@ int Main(int argc, char** argv) {
         "--arch: this jllm was built without NVRTC (no CUDA toolkit); compile the plan without --arch"));
 #endif
   }
-  const std::string inputs[] = {model, passes_file};
+  const std::string inputs[] = {model, passes_file, tuning_file};
   if (auto st = jllm::runtime::WritePlanFile(plan, out, inputs); !st.ok()) return Fail(st);
   int n_int8 = 0, n_f32 = 0;
   for (auto t : plan.graph.kv_dtypes) {
