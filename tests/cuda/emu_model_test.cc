@@ -5,6 +5,8 @@
 // prompt generated through Session on both with greedy and with seeded sampling: identical text.
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <memory>
 #include <string>
 #include <utility>
@@ -20,6 +22,7 @@
 #include "frontends/gguf/synth_model.h"
 #include "frontends/gguf/tokenizer_data.h"
 #include "gtest/gtest.h"
+#include "ir/status.h"
 #include "passes/pipeline.h"
 #include "runtime/session.h"
 #include "runtime/validate.h"
@@ -148,6 +151,49 @@ TEST(EmuModelTest, OmittedKernelsAreLeftOutOfTheStep) {
   EXPECT_EQ(omitted.first, full.first);
   ASSERT_EQ(omitted.second.size(), full.second.size());
   EXPECT_NE(omitted.second, full.second);
+}
+
+// A tuning table (CudaBackendOptions::tuning, from the plan's TUNE section) reaches the
+// lowering at load: the down projections of the tiny model split in two along K and read through
+// registers compute the same logits as the built-in choices, up to the order of the sums; a
+// table naming a shape the model lacks is refused at load, naming it.
+TEST(EmuModelTest, TunedLoweringComputesTheSameLogits) {
+  const ir::Graph graph = Lowered(true);
+  BlobWeightSource weights(Blob());
+  BackendOptions bo;
+  bo.max_context = 32;
+  bo.max_step_tokens = 8;
+  bo.n_threads = 2;
+  const std::vector<int32_t> prompt = {72, 101, 108, 108, 111};
+  auto run = [&](TuningTable table) -> absl::StatusOr<std::vector<float>> {
+    CudaBackendOptions o;
+    o.tuning = std::move(table);
+    auto gpu = CreateCudaBackendOn(std::make_unique<EmuDevice>(), std::move(o));
+    RETURN_IF_ERROR(gpu->Load(graph, weights, bo));
+    std::vector<float> prefill, decode;
+    RETURN_IF_ERROR(gpu->Forward(prompt, 0, LogitsRows::kLast, &prefill));
+    RETURN_IF_ERROR(gpu->Forward(std::vector<int32_t>{44}, 5, LogitsRows::kLast, &decode));
+    return decode;
+  };
+  auto plain = run({});
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  TuningTable table;
+  table.gemv["q6_K 256x768 +residual"] = {{"ksplit", 2}, {"ring", 0}};
+  auto tuned = run(table);
+  ASSERT_TRUE(tuned.ok()) << tuned.status();
+  ASSERT_EQ(tuned->size(), plain->size());
+  float scale = 0, diff = 0;
+  for (size_t i = 0; i < plain->size(); ++i) {
+    scale = std::max(scale, std::fabs((*plain)[i]));
+    diff = std::max(diff, std::fabs((*plain)[i] - (*tuned)[i]));
+  }
+  EXPECT_LT(diff, 1e-5f * scale);  // f32 sums in another order, one matrix in 4 layers
+  table.gemv["q4_K 2560x4096 +residual"] = {{"nw", 16}};  // the 4b preset's, not tiny's
+  auto refused = run(table);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("'q4_K 2560x4096 +residual' is not one of this graph's"),
+            std::string_view::npos)
+      << refused.status();
 }
 
 TEST(EmuModelSessionTest, GeneratesCpuRefsTokensGreedyAndSeeded) {

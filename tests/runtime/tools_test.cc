@@ -9,7 +9,11 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "backends/cuda/lowering/kernel_plan_io.h"
+#include "backends/cuda/lowering/tuning.h"
 #include "nlohmann/json.hpp"
+#include "runtime/backend_factory.h"
+#include "runtime/plan_file.h"
 #include "tests/runtime/runtime_test_support.h"
 #include "tests/support/tool_runner.h"
 
@@ -74,6 +78,48 @@ TEST_F(ToolsTest, CompileDumpsIrAndTakesAPassFile) {
   r = Tool(JLLM_COMPILE_PATH, {gguf_, "-o", plan_, "--passes", yaml});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.err, HasSubstr("fuse-everything"));
+}
+
+// --tuning FILE: the per-shape GEMV choices go into the plan's TUNE section as written, the
+// plan's kernel specs are lowered with them, and jllm-run runs it (here on the CPU, which
+// ignores them). A file naming a shape the model lacks, or a bad knob, is refused naming the file;
+// --tune without a GPU says it needs one.
+TEST_F(ToolsTest, CompileTakesATuningFile) {
+  const std::string yaml = dir_ + "/tuning.yaml";
+  WriteFile(yaml, "device: \"Some GPU (sm_90, 132 SMs)\"\ngemv:\n  \"q4_K 256x256 +residual\": {nw: 4, minb: 4}\n");
+  ToolRun r = Tool(JLLM_COMPILE_PATH, {gguf_, "-o", plan_, "--tuning", yaml});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto plan = ReadPlanFile(plan_);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->sections.count(std::string(kTuningSection)), 1u);
+  auto table = cuda::ParseTuningYaml(plan->sections.at(std::string(kTuningSection)), "TUNE");
+  ASSERT_TRUE(table.ok()) << table.status();
+  EXPECT_EQ(table->device, "Some GPU (sm_90, 132 SMs)");
+  EXPECT_EQ(table->gemv.at("q4_K 256x256 +residual"), (cuda::GemvKnobValues{{"nw", 4}, {"minb", 4}}));
+  auto specs = cuda::ParseKernelSpecs(plan->sections.at(std::string(kKernelSpecsSection)), "KSPC");
+  ASSERT_TRUE(specs.ok()) << specs.status();
+  int tuned = 0;
+  for (const cuda::KernelSpec& s : *specs) {
+    if (s.label.rfind("gemv q4_K 256x256 +residual", 0) == 0) tuned += s.threads == 128;
+  }
+  EXPECT_EQ(tuned, 1);  // one spec, the same in every layer
+  ToolRun run = Tool(JLLM_RUN_PATH, {plan_, "-p", "Hi", "-n", "2", "--temp", "0", "--backend", "cpu"});
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+
+  WriteFile(yaml, "gemv:\n  \"q4_K 2560x4096 +residual\": {nw: 4}\n");
+  r = Tool(JLLM_COMPILE_PATH, {gguf_, "-o", dir_ + "/other.plan", "--tuning", yaml});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr(yaml + ": tuning: GEMV shape 'q4_K 2560x4096 +residual' is not one of this graph's"));
+  WriteFile(yaml, "gemv:\n  \"q4_K 256x256 +residual\": {ring: 1}\n");
+  r = Tool(JLLM_COMPILE_PATH, {gguf_, "-o", dir_ + "/other.plan", "--tuning", yaml});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr(yaml + ": GEMV shape 'q4_K 256x256 +residual': knob 'ring' must be an integer in 0 or 2..16"));
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/other.plan"));
+  if (GpuUnavailableReason().empty()) GTEST_SKIP() << "a GPU is present: --tune would tune (gpu-check.sh runs it)";
+  r = Tool(JLLM_COMPILE_PATH, {gguf_, "-o", dir_ + "/other.plan", "--tune"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("--tune measures decode steps on the GPU the plan will run on: "));
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/other.plan"));
 }
 
 TEST_F(ToolsTest, RunStreamsTextAndDumpsLogitsOfEveryProcessedPosition) {
