@@ -7,7 +7,9 @@
 # gpu tests (op table on the GPU, sampler, faults, tiny-coder against cpu_ref with each pass off),
 # the tiny model end to end (run, --validate, --profile) and under compute-sanitizer (memcheck,
 # racecheck), then the synthesized presets (quick: 0.6b and 4b; full: also 14b): --validate,
-# jllm-bench (pp512, tg128, tg128 @ d8192 for 4b), --profile, and the host memory of loading.
+# jllm-bench (pp512, tg128, tg128 @ d8192 and d32768 for 4b), --profile, the host memory of
+# loading; `tune` (only when named) runs jllm-compile --tune and benches the tuned plans against
+# the built-in choices.
 # Each step's output goes to the terminal and to a log; the logs come back as
 # $OUT/gpu-check-logs.tar.gz, the benchmark JSON as $OUT/bench.json. A failing step does not
 # stop the others; the exit status says whether any failed. The summary table comes last.
@@ -133,9 +135,25 @@ bench() {
   local plans=() p
   for p in "${presets[@]}"; do plans+=("$work/models/$p.plan"); done
   "$bin/jllm-bench" "${plans[@]}" -p 512 -n 128 -r 3 --json-out "${OUT:-$root/out}/bench.json" &&
-  "$bin/jllm-bench" "$work/models/4b.plan" -p 0 -n 128 -d 8192 -r 3
+  "$bin/jllm-bench" "$work/models/4b.plan" -p 0 -n 128 -d 8192,32768 -r 3
 }
 step bench 900 bench
+# Per-shape tuning (jllm-compile --tune, issue 11 item 3): each preset tuned on this GPU (its
+# log in tune-P.log), then the tuned plan against the built-in choices in one jllm-bench run
+# (TUNE_SHAPES=N limits the search to the N largest shapes; TUNE_PRESETS, default the mode's).
+tune() {
+  local p rc=0
+  for p in ${TUNE_PRESETS:-${presets[@]}}; do
+    echo "--- $p"
+    "$bin/jllm-compile" "$work/models/$p.gguf" -o "$work/models/$p-tuned.plan" --arch sm_90 --tune \
+      --tune-shapes "${TUNE_SHAPES:-0}" > "$out/tune-$p.out" 2> "$out/tune-$p.log" || { tail -5 "$out/tune-$p.log"; rc=1; continue; }
+    cat "$out/tune-$p.out"
+    "$bin/jllm-bench" "$work/models/$p.plan" "$work/models/$p-tuned.plan" -p 0 -n 128 -r 3 2>&1 | grep -E "tg[0-9]|error" || rc=1
+    "$bin/jllm-run" "$work/models/$p-tuned.plan" -p "The quick brown fox jumps over the lazy dog." -n 16 --validate 2>&1 | tail -1
+  done
+  return $rc
+}
+[ ${#only[@]} -gt 0 ] && step tune 580 tune  # minutes: only when named
 profile() {
   local p
   for p in "${presets[@]}"; do
