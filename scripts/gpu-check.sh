@@ -199,6 +199,27 @@ ncu_kernels() {  # hardware counters of the decode kernels that matter (4b): thr
   return $rc
 }
 step ncu 300 ncu_kernels
+# Where inside a kernel the time goes (only when named): per SASS instruction, executions and warp
+# stall samples of one QKV, one attn-out and one gate+up GEMV of 4b (gemv launches 61..63: the
+# prefill's logits GEMV is launch 0, then 4 a layer), as CSV under $OUT (ncu-source-N.csv) — what
+# the stop-21 notes could only infer from issue rates.
+ncu_source() {
+  local i rep rc=0
+  for i in 0 1 2; do
+    rep=$work/gemv-source-$i
+    ncu --clock-control none --graph-profiling node -k regex:gemv --launch-skip $((61 + i)) --launch-count 1 \
+      --section LaunchStats --section SourceCounters --section WarpStateStats --section InstructionStats -o "$rep" -f \
+      "$bin/jllm-run" "$work/models/4b.plan" -p "$(printf 'word %.0s' $(seq 1 200))" -n 4 --temp 0 --backend cuda \
+      > "$out/ncu-source-run-$i.txt" 2>&1 || { tail -20 "$out/ncu-source-run-$i.txt"; rc=1; continue; }
+    ncu --import "$rep.ncu-rep" --page details > "$out/ncu-source-details-$i.txt" 2>&1
+    grep -E "gemv|Duration|Executed Instructions|Issued Warp|No Eligible|Grid Size|Block Size" "$out/ncu-source-details-$i.txt" | head -20
+    ncu --import "$rep.ncu-rep" --page source --print-source sass --csv > "${OUT:-$root/out}/ncu-source-$i.csv" 2>&1 ||
+      { head -5 "${OUT:-$root/out}/ncu-source-$i.csv"; rc=1; }
+  done
+  ls -la "${OUT:-$root/out}"
+  return $rc
+}
+[ ${#only[@]} -gt 0 ] && step ncu-source 300 ncu_source  # only when named
 
 echo
 echo "=================== summary (logs in \$OUT/gpu-check-logs.tar.gz)"

@@ -29,9 +29,19 @@ class GpuStepTimer {
   absl::StatusOr<double> operator()(const cuda::TuningTable& table);
 
  private:
+  // The weights as the plan's source gives them, but kept in memory: every candidate loads them
+  // again, so the pages a load would release (PlanWeights::Release) are read once, not per load.
+  class KeptWeights : public WeightSource {
+   public:
+    explicit KeptWeights(const WeightSource& source) : source_(source) {}
+    absl::StatusOr<absl::Span<const uint8_t>> Bytes(const ir::WeightRef& w) const override { return source_.Bytes(w); }
+
+   private:
+    const WeightSource& source_;
+  };
   GpuStepTimer(runtime::Plan plan, const WeightSource& weights) : plan_(std::move(plan)), weights_(weights) {}
   runtime::Plan plan_;
-  const WeightSource& weights_;
+  KeptWeights weights_;
   std::string device_;
 };
 

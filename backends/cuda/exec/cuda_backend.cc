@@ -74,6 +74,9 @@ class CudaBackend : public Backend {
     const DeviceProperties& p = device_->properties();
     std::string out = absl::StrFormat("%s (%s, %d SMs%s)", p.name, p.arch, p.sm_count, p.pdl ? ", PDL" : "");
     if (runner_) absl::StrAppend(&out, "; ", runner_->plan().Summary());
+    if (!options_.tuning.empty() && UseTuning()) {
+      absl::StrAppend(&out, "; GEMV choices tuned for ", options_.tuning.gemv.size(), " shapes");
+    }
     return out;
   }
 

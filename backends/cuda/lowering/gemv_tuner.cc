@@ -56,11 +56,13 @@ std::vector<GemvTuneShape> DecodeGemvShapes(const LoweredGraph& lowered) {
 const std::vector<GemvTuneDimension>& GemvTuneDimensions() {
   // The choices that measured differently per shape on the H200 (docs/PERF.md): warps a CTA and
   // CTAs an SM (16 in one won on 14b's feed-forward GEMVs and lost on 4b's attention projections),
-  // the ring's depth and registers instead, rows an item, unit pairs (lost on 0.6b's small
-  // GEMVs), and the K split (won on 0.6b, lost on 4b).
+  // the ring's depth (a small GEMV is ~3 ring steps a warp: a ring that holds them all has one
+  // memory latency in its critical path instead of two; a big one pays for deep rings in CTAs an
+  // SM) and registers instead, rows an item, unit pairs (lost on 0.6b's small GEMVs), and the K
+  // split (won on 0.6b, lost on 4b).
   static const std::vector<GemvTuneDimension> dims = {
       {"warps", {{{"nw", 8}, {"minb", 2}}, {{"nw", 16}, {"minb", 1}}, {{"nw", 4}, {"minb", 4}}}},
-      {"ring", {{{"ring", 2}}, {{"ring", 3}}, {{"ring", 4}}, {{"ring", 0}}}},
+      {"ring", {{{"ring", 2}}, {{"ring", 3}}, {{"ring", 4}}, {{"ring", 6}}, {{"ring", 8}}, {{"ring", 0}}}},
       {"rows", {{{"r", 1}}, {{"r", 2}}}},
       {"pairs", {{{"pairs", 0}}, {{"pairs", 3}, {"pairs_min_mib", 0}}}},
       {"split", {{{"ksplit", 1}}, {{"ksplit", 2}}, {{"ksplit", 4}}}},

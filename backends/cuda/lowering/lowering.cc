@@ -150,31 +150,30 @@ void WarnIgnored(const char* name, const char* value, const std::string& wanted,
                static_cast<long long>(fallback));
 }
 
-// The value of environment variable `name` if it is an integer in [min, max] (default: any
-// positive), else `fallback` (with a warning when the variable is set to something else).
-int64_t TuningOverride(const char* name, int64_t fallback, int64_t min = 1,
-                       int64_t max = std::numeric_limits<int64_t>::max()) {
+// The value of environment variable `name` if it is an integer that `allowed` takes, else
+// `fallback` (with a warning saying what was `wanted` when the variable is set to something else).
+template <class Allowed>
+int64_t EnvOverride(const char* name, int64_t fallback, Allowed allowed, const std::string& wanted) {
   const char* v = std::getenv(name);
   if (v == nullptr || *v == '\0') return fallback;
   int64_t out = 0;
-  if (absl::SimpleAtoi(v, &out) && out >= min && out <= max) return out;
-  WarnIgnored(name, v,
-              max == std::numeric_limits<int64_t>::max() ? absl::StrCat("an integer >= ", min)
-                                                         : absl::StrCat("an integer in ", min, "..", max),
-              fallback);
+  if (absl::SimpleAtoi(v, &out) && allowed(out)) return out;
+  WarnIgnored(name, v, wanted, fallback);
   return fallback;
 }
 
-// A GEMV knob's environment variable (the A/B switch) if it is set to a value the knob takes,
-// else `fallback` (with a warning when it is set to something else).
+// An integer in [min, max] (default: any positive) from environment variable `name`.
+int64_t TuningOverride(const char* name, int64_t fallback, int64_t min = 1,
+                       int64_t max = std::numeric_limits<int64_t>::max()) {
+  return EnvOverride(name, fallback, [&](int64_t v) { return v >= min && v <= max; },
+                     max == std::numeric_limits<int64_t>::max() ? absl::StrCat("an integer >= ", min)
+                                                                : absl::StrCat("an integer in ", min, "..", max));
+}
+
+// A GEMV knob's value from its environment variable (the A/B switch).
 int64_t KnobOverride(const GemvKnob& knob, int64_t fallback) {
-  const std::string env(knob.env);
-  const char* v = std::getenv(env.c_str());
-  if (v == nullptr || *v == '\0') return fallback;
-  int64_t out = 0;
-  if (absl::SimpleAtoi(v, &out) && knob.Allows(out)) return out;
-  WarnIgnored(env.c_str(), v, absl::StrCat("an integer ", knob.Range()), fallback);
-  return fallback;
+  return EnvOverride(std::string(knob.env).c_str(), fallback, [&](int64_t v) { return knob.Allows(v); },
+                     absl::StrCat("an integer ", knob.Range()));
 }
 
 }  // namespace
@@ -345,6 +344,11 @@ class Lowerer {
     }
     auto knob = [&](std::string_view name, int64_t heuristic) {
       const GemvKnob* kn = FindGemvKnob(name);
+      if (kn == nullptr) {  // a name below that tuning.cc's table lacks: a bug here, not bad input
+        std::fprintf(stderr, "jllm: lowering asked for an unknown GEMV knob '%.*s'\n", static_cast<int>(name.size()),
+                     name.data());
+        std::abort();
+      }
       int64_t value = heuristic;
       if (tuned != nullptr) {
         if (auto it = tuned->find(std::string(name)); it != tuned->end()) value = it->second;
