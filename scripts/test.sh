@@ -14,12 +14,7 @@ if [ "${1:-}" = "--sanitize" ]; then
   # same for both builds: reuse the ones the Release pass compiled (most of the emulated tests'
   # time on a cold cache) rather than compile them again.
   export JLLM_EMU_CACHE=${JLLM_EMU_CACHE:-$root/build/emu-cache}
-  # The emulated CUDA session (tests/cuda/emu_model_test.cc) runs for ~10 minutes under the
-  # sanitizers, a quarter of this pass; its code paths stay covered here by EmuModelTest and the
-  # emulated op table, and the Release pass runs it in full. Likewise the GEMV registers variant
-  # over every one-token matmul (the group-only registers_spread keeps that code here) and the
-  # pairs on the cp.async ring (the pairs variant keeps their code).
-  ctest --test-dir "$JLLM_BUILD_DIR" -L cpu -E '^(EmuModelSessionTest\.|Variants/EmuCudaVariantOpTest\.MatchesDoubleReference/(registers_r1|pairs_cpasync_roundrobin)__)' \
+  ctest --test-dir "$JLLM_BUILD_DIR" -L cpu \
     --output-on-failure -j"$(nproc)"
 else
   "$root/scripts/build.sh"
