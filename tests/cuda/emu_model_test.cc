@@ -72,6 +72,20 @@ ir::Graph Lowered(bool passes_on) {
 
 std::unique_ptr<Backend> EmulatedCuda() { return CreateCudaBackendOn(std::make_unique<EmuDevice>(), {}); }
 
+// The emulated backend with `options`, `graph` loaded for `context` positions and steps of up to
+// `step_tokens` tokens.
+absl::StatusOr<std::unique_ptr<Backend>> LoadEmulated(const ir::Graph& graph, const WeightSource& weights,
+                                                      int64_t context, int64_t step_tokens,
+                                                      CudaBackendOptions options = {}) {
+  auto gpu = CreateCudaBackendOn(std::make_unique<EmuDevice>(), std::move(options));
+  BackendOptions bo;
+  bo.max_context = context;
+  bo.max_step_tokens = step_tokens;
+  bo.n_threads = 2;
+  RETURN_IF_ERROR(gpu->Load(graph, weights, bo));
+  return gpu;
+}
+
 // Six greedy steps of the emulated backend in lockstep with cpu_ref (runtime/validate.h).
 void CheckLockstepWithCpuRef(bool passes_on) {
   const ir::Graph graph = Lowered(passes_on);
@@ -127,19 +141,16 @@ TEST(EmuModelTest, LockstepWithCpuRefUnfusedF32PrefillAndPrefetch) {
 TEST(EmuModelTest, OmittedKernelsAreLeftOutOfTheStep) {
   const ir::Graph graph = Lowered(true);
   BlobWeightSource weights(Blob());
-  BackendOptions bo;
-  bo.max_context = 32;
-  bo.max_step_tokens = 8;
-  bo.n_threads = 2;
   const std::vector<int32_t> prompt = {72, 101, 108, 108, 111};
   auto run = [&](std::vector<std::string> omit) {
     CudaBackendOptions o;
     o.omit_kernels = std::move(omit);
-    auto gpu = CreateCudaBackendOn(std::make_unique<EmuDevice>(), std::move(o));
-    EXPECT_TRUE(gpu->Load(graph, weights, bo).ok());
     std::vector<float> prefill, decode;
-    EXPECT_TRUE(gpu->Forward(prompt, 0, LogitsRows::kLast, &prefill).ok());
-    EXPECT_TRUE(gpu->Forward(std::vector<int32_t>{44}, 5, LogitsRows::kLast, &decode).ok());
+    auto gpu = LoadEmulated(graph, weights, /*context=*/32, /*step_tokens=*/8, std::move(o));
+    EXPECT_TRUE(gpu.ok()) << gpu.status();
+    if (!gpu.ok()) return std::make_pair(prefill, decode);
+    EXPECT_TRUE((*gpu)->Forward(prompt, 0, LogitsRows::kLast, &prefill).ok());
+    EXPECT_TRUE((*gpu)->Forward(std::vector<int32_t>{44}, 5, LogitsRows::kLast, &decode).ok());
     return std::make_pair(prefill, decode);
   };
   const auto full = run({});
@@ -161,15 +172,10 @@ TEST(EmuModelTest, OmittedKernelsAreLeftOutOfTheStep) {
 TEST(EmuModelTest, TunedLoweringComputesTheSameLogits) {
   const ir::Graph graph = Lowered(true);
   BlobWeightSource weights(Blob());
-  BackendOptions bo;
-  bo.max_context = 8;
-  bo.max_step_tokens = 1;
-  bo.n_threads = 2;
   auto run = [&](TuningTable table) -> absl::StatusOr<std::vector<float>> {
     CudaBackendOptions o;
     o.tuning = std::move(table);
-    auto gpu = CreateCudaBackendOn(std::make_unique<EmuDevice>(), std::move(o));
-    RETURN_IF_ERROR(gpu->Load(graph, weights, bo));
+    ASSIGN_OR_RETURN(std::unique_ptr<Backend> gpu, LoadEmulated(graph, weights, /*context=*/8, /*step_tokens=*/1, std::move(o)));
     std::vector<float> decode;
     RETURN_IF_ERROR(gpu->Forward(std::vector<int32_t>{72}, 0, LogitsRows::kLast, &decode));
     return decode;
