@@ -18,7 +18,6 @@
 #include <string>
 
 #include "CLI/CLI.hpp"
-#include "fileio/read_file.h"
 #include "absl/strings/str_split.h"
 #include "backends/cuda/lowering/gemv_tuner.h"
 #include "backends/cuda/lowering/kernel_plan_io.h"
@@ -27,6 +26,7 @@
 #if JLLM_HAVE_NVRTC
 #include "backends/cuda/nvrtc/aot_compile.h"
 #endif
+#include "fileio/read_file.h"
 #include "frontends/gguf/gguf_file.h"
 #include "frontends/gguf/qwen3_graph.h"
 #include "frontends/gguf/tokenizer_data.h"

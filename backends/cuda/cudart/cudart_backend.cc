@@ -45,7 +45,12 @@ absl::StatusOr<CudaOpened> OpenCudaBackend(const CudaOpenOptions& options) {
     }
   }
   if (options.plan_tuning != nullptr) {
-    ASSIGN_OR_RETURN(TuningTable tuning, ParseTuningYaml(*options.plan_tuning, "the plan's tuning section"));
+    absl::StatusOr<TuningTable> parsed = ParseTuningYaml(*options.plan_tuning, "the plan's tuning section");
+    if (!parsed.ok()) {
+      return absl::Status(parsed.status().code(), absl::StrCat(parsed.status().message(),
+                                                               "; compile the plan again (jllm-compile)"));
+    }
+    TuningTable tuning = *std::move(parsed);
     if (!tuning.device.empty() && tuning.device != out.device) {
       absl::StrAppend(&out.notice, out.notice.empty() ? "" : "; ", "the plan's tuning was measured on ", tuning.device,
                       ", this GPU is ", out.device, ": using the built-in choices (jllm-compile --tune on this GPU "
