@@ -153,7 +153,7 @@ tune() {
   done
   return $rc
 }
-[ ${#only[@]} -gt 0 ] && step tune 580 tune  # minutes: only when named
+[ ${#only[@]} -gt 0 ] && step tune "${TUNE_LIMIT:-580}" tune  # minutes: only when named (TUNE_LIMIT: its deadline in s)
 profile() {
   local p
   for p in "${presets[@]}"; do
