@@ -221,6 +221,20 @@ ncu_source() {
 }
 [ ${#only[@]} -gt 0 ] && step ncu-source 300 ncu_source  # only when named
 
+# Decode attention at 8k cached positions (only when named): attention_mma.cu takes ~21 µs a
+# layer there where its 33.5 MB of cache would take 7.5 µs (docs/PERF.md) — counters of two
+# decode launches (the prefill's attention is another kernel) after two tokens' worth.
+ncu_attn() {
+  ncu --clock-control none --graph-profiling node -k regex:attention_mma --launch-skip 72 --launch-count 2 \
+    --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
+    --section WarpStateStats --section SchedulerStats \
+    "$bin/jllm-bench" "$work/models/4b.plan" -p 0 -n 4 -d 8192 -r 1 > "$out/ncu-attn.txt" 2>&1
+  local rc=$?
+  grep -E "^  [a-z_]+.*\(|Duration|Throughput|Achieved Occupancy|Registers Per|Grid Size|Block Size|Stall|Eligible|Issued Warp|L2 Hit|L1/TEX Hit" "$out/ncu-attn.txt" | head -80
+  return $rc
+}
+[ ${#only[@]} -gt 0 ] && step ncu-attn 300 ncu_attn  # only when named
+
 echo
 echo "=================== summary (logs in \$OUT/gpu-check-logs.tar.gz)"
 print_step_summary
