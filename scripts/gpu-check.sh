@@ -215,6 +215,8 @@ ncu_source() {
     grep -E "gemv|Duration|Executed Instructions|Issued Warp|No Eligible|Grid Size|Block Size" "$out/ncu-source-details-$i.txt" | head -20
     ncu --import "$rep.ncu-rep" --page source --print-source sass --csv > "${OUT:-$root/out}/ncu-source-$i.csv" 2>&1 ||
       { head -5 "${OUT:-$root/out}/ncu-source-$i.csv"; rc=1; }
+    python3 "$root/scripts/ncu_source_summary.py" "${OUT:-$root/out}/ncu-source-$i.csv" > "$out/ncu-source-summary-$i.txt" 2>&1
+    head -70 "$out/ncu-source-summary-$i.txt"
   done
   ls -la "${OUT:-$root/out}"
   return $rc
