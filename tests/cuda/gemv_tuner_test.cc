@@ -16,6 +16,7 @@ namespace {
 
 constexpr char kAttnOut[] = "q4_K 2560x4096 +residual";  // 4b's attention output projection
 constexpr char kLogits[] = "q6_K 151936x2560";            // 4b's logits (the tied table)
+constexpr char kGateUp[] = "q4_K+q4_K 9728+9728x2560 +norm +swiglu";
 constexpr char kDevice[] = "Test GPU (sm_90, 132 SMs)";
 
 int64_t Knob(const TuningTable& t, const std::string& shape, const std::string& knob) {
@@ -51,7 +52,8 @@ TEST(GemvTuner, ShapesMostBytesFirst) {
   EXPECT_EQ(shapes[0].step_bytes, int64_t{36} * 2 * 9728 * 10 * 144);
 }
 
-// A cost model: 1 ms a step, 5 % less with 16 warps on the attention output projection, 3 % less
+// A cost model: 1 ms a step, 5 % less with 16 warps on the attention output projection, 4 % less
+// with gate+up in one CTA an SM at half the registers (room for the next kernel), 3 % less
 // with a ring of 4 on the logits, 0.2 % less with a K split of 2 on the logits (under the 1 %
 // the search asks for), 10 % more with one row an item anywhere; the registers path (ring 0)
 // cannot run.
@@ -60,6 +62,7 @@ absl::StatusOr<double> ModelCost(const TuningTable& t, int* calls) {
   EXPECT_EQ(t.device, kDevice);
   double ms = 1.0;
   if (Knob(t, kAttnOut, "nw") == 16) ms -= 0.05;
+  if (Knob(t, kGateUp, "per_sm") == 1 && Knob(t, kGateUp, "minb") == 2) ms -= 0.04;
   if (Knob(t, kLogits, "ring") == 4) ms -= 0.03;
   if (Knob(t, kLogits, "ksplit") == 2) ms -= 0.002;
   for (const auto& [shape, knobs] : t.gemv) {
@@ -81,17 +84,19 @@ TEST(GemvTuner, FindsWhatTheCostModelRewardsAndNothingElse) {
   auto r = TuneDecodeGemvs(*g, kDevice, [&](const TuningTable& t) { return ModelCost(t, &calls); }, options);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->table.device, kDevice);
-  ASSERT_EQ(r->table.gemv.size(), 2u) << TuningToYaml(r->table);
-  EXPECT_EQ(r->table.gemv.at(kAttnOut), (GemvKnobValues{{"nw", 16}, {"minb", 1}}));
+  ASSERT_EQ(r->table.gemv.size(), 3u) << TuningToYaml(r->table);
+  // A choice is recorded whole: its per_sm 0 says "as many as fit" explicitly.
+  EXPECT_EQ(r->table.gemv.at(kAttnOut), (GemvKnobValues{{"nw", 16}, {"minb", 1}, {"per_sm", 0}}));
+  EXPECT_EQ(r->table.gemv.at(kGateUp), (GemvKnobValues{{"nw", 16}, {"minb", 2}, {"per_sm", 1}}));
   EXPECT_EQ(r->table.gemv.at(kLogits), (GemvKnobValues{{"ring", 4}}));
   EXPECT_NEAR(r->heuristic_s, 1.0e-3, 1e-12);
-  EXPECT_NEAR(r->tuned_s, 0.92e-3, 1e-12);
+  EXPECT_NEAR(r->tuned_s, 0.88e-3, 1e-12);
   EXPECT_EQ(r->timed, calls);
   // Every shape's ring 0 was tried and refused; nothing else failed.
   const std::vector<GemvTuneShape> shapes = DecodeGemvShapes(*LowerGraph(*g));
   EXPECT_EQ(r->skipped, static_cast<int>(shapes.size()));
   EXPECT_EQ(r->log, lines);
-  EXPECT_NE(lines.back().find("tuned 0.9200 ms"), std::string::npos) << lines.back();
+  EXPECT_NE(lines.back().find("tuned 0.8800 ms"), std::string::npos) << lines.back();
 }
 
 // Choices that lower to the kernels the step already runs are not timed: a 16-warp choice on the

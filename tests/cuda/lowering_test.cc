@@ -334,7 +334,7 @@ TEST(Lowering, TuningTableSetsTheKnobsOfItsShapesOnly) {
   auto plain = LowerGraph(*g);
   ASSERT_TRUE(plain.ok()) << plain.status();
   TuningTable table;
-  table.gemv["q4_K 2560x4096 +residual"] = {{"nw", 4}, {"minb", 4}, {"ring", 2}};
+  table.gemv["q4_K 2560x4096 +residual"] = {{"nw", 4}, {"minb", 4}, {"ring", 2}, {"per_sm", 2}};
   auto tuned = LowerGraph(*g, &table);
   ASSERT_TRUE(tuned.ok()) << tuned.status();
   const auto before = DecodeGemvs(*plain), after = DecodeGemvs(*tuned);
@@ -351,7 +351,9 @@ TEST(Lowering, TuningTableSetsTheKnobsOfItsShapesOnly) {
     EXPECT_EQ(after[i].second.threads, 128);
     EXPECT_EQ(Define(after[i].second, "JLLM_MINB"), "4");
     EXPECT_EQ(Define(after[i].second, "JLLM_RING"), "2");
+    EXPECT_EQ(after[i].second.max_per_sm, 2);
     EXPECT_EQ(before[i].second.threads, 256);  // the heuristics: 8 warps
+    EXPECT_EQ(before[i].second.max_per_sm, 0);  // and as many CTAs an SM as fit
   }
   EXPECT_EQ(changed, 36);
 }
@@ -393,6 +395,25 @@ TEST(Lowering, TuningTableForAnotherModelIsRefused) {
   EXPECT_NE(msg.find("GEMV shape 'q4_K 2560x4096 +residual' is not one of this graph's"), std::string::npos) << msg;
   EXPECT_NE(msg.find("q6_K 151936x1024"), std::string::npos) << msg;  // 0.6b's logits, listed
   EXPECT_NE(msg.find("jllm-compile --tune"), std::string::npos) << msg;
+}
+
+// A persistent grid: as many CTAs as fit every SM, at most max_per_sm an SM (the room PER_SM
+// leaves for the next kernel), never more than the kernel has items or fewer than it accepts.
+TEST(KernelSpecGrid, PersistentGridTakesWhatFitsUpToPerSmCap) {
+  KernelSpec s;
+  s.persistent = true;
+  s.grid_x = 1000;
+  EXPECT_EQ(s.PersistentGridX(3, 132), 396);
+  s.max_per_sm = 1;
+  EXPECT_EQ(s.PersistentGridX(3, 132), 132);
+  s.max_per_sm = 5;  // a cap above what fits changes nothing
+  EXPECT_EQ(s.PersistentGridX(3, 132), 396);
+  s.grid_x = 100;  // fewer items than CTAs
+  EXPECT_EQ(s.PersistentGridX(3, 132), 100);
+  s.grid_x = 1000;
+  s.min_grid_x = 500;
+  s.max_per_sm = 1;
+  EXPECT_EQ(s.PersistentGridX(3, 132), 500);
 }
 
 }  // namespace

@@ -99,8 +99,7 @@ absl::Status GraphRunner::LoadKernels() {
         return absl::ResourceExhaustedError(absl::StrCat(spec.label, " cannot run one CTA per SM on ",
                                                          device_.properties().name));
       }
-      grid = static_cast<unsigned>(std::clamp<int64_t>(int64_t{per_sm} * device_.properties().sm_count,
-                                                       spec.min_grid_x, spec.grid_x));
+      grid = static_cast<unsigned>(spec.PersistentGridX(per_sm, device_.properties().sm_count));
     }
     persistent_grid_.push_back(grid);
   }

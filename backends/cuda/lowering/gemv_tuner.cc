@@ -61,7 +61,14 @@ const std::vector<GemvTuneDimension>& GemvTuneDimensions() {
   // SM) and registers instead, rows an item, unit pairs (lost on 0.6b's small GEMVs), and the K
   // split (won on 0.6b, lost on 4b).
   static const std::vector<GemvTuneDimension> dims = {
-      {"warps", {{{"nw", 8}, {"minb", 2}}, {{"nw", 16}, {"minb", 1}}, {{"nw", 4}, {"minb", 4}}}},
+      // The last two leave half of each SM to the next kernel (per_sm): its CTAs start beside
+      // this one's and fill their rings while it streams, at half the registers a thread.
+      {"warps",
+       {{{"nw", 8}, {"minb", 2}, {"per_sm", 0}},
+        {{"nw", 16}, {"minb", 1}, {"per_sm", 0}},
+        {{"nw", 4}, {"minb", 4}, {"per_sm", 0}},
+        {{"nw", 16}, {"minb", 2}, {"per_sm", 1}},
+        {{"nw", 8}, {"minb", 4}, {"per_sm", 2}}}},
       {"ring", {{{"ring", 2}}, {{"ring", 3}}, {{"ring", 4}}, {{"ring", 6}}, {{"ring", 8}}, {{"ring", 0}}}},
       {"rows", {{{"r", 1}}, {{"r", 2}}}},
       {"pairs", {{{"pairs", 0}}, {{"pairs", 3}, {"pairs_min_mib", 0}}}},

@@ -7,7 +7,7 @@
 namespace jllm::cuda {
 namespace {
 
-constexpr uint32_t kSpecsVersion = 1;
+constexpr uint32_t kSpecsVersion = 2;  // 2: max_per_sm
 constexpr uint32_t kCubinsVersion = 1;
 constexpr uint64_t kMaxCubinBytes = uint64_t{64} << 20;
 

@@ -1,5 +1,6 @@
 #include "backends/cuda/lowering/kernel_spec.h"
 
+#include <algorithm>
 #include <cctype>
 
 #include "absl/strings/str_cat.h"
@@ -22,6 +23,11 @@ bool IsIdentifier(absl::string_view s) {
 }  // namespace
 
 std::string KernelSpec::ModuleKey() const { return absl::StrCat(source, "|", kernel, "|", defines); }
+
+int64_t KernelSpec::PersistentGridX(int resident, int sm_count) const {
+  const int64_t per_sm = max_per_sm > 0 ? std::min<int64_t>(resident, max_per_sm) : resident;
+  return std::clamp<int64_t>(per_sm * sm_count, min_grid_x, grid_x);
+}
 
 std::vector<std::pair<std::string, std::string>> KernelSpec::DefineList() const {
   std::vector<std::pair<std::string, std::string>> out;
@@ -76,6 +82,9 @@ absl::Status ValidateKernelSpec(const KernelSpec& spec) {
   }
   if (spec.token_dim < 0 || spec.token_dim > 2 || spec.token_tile < 1) {
     return bad(absl::StrCat("token_dim = ", spec.token_dim, ", token_tile = ", spec.token_tile));
+  }
+  if (spec.max_per_sm < 0 || spec.max_per_sm > 64) {
+    return bad(absl::StrCat("max_per_sm = ", spec.max_per_sm, " (must be in 0..64)"));
   }
   if (spec.smem < 0 || spec.smem > (int64_t{1} << 20)) {
     return bad(absl::StrCat("dynamic shared memory of ", spec.smem, " bytes"));

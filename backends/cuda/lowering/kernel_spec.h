@@ -33,6 +33,9 @@ struct KernelSpec {
   int64_t smem = 0;        // dynamic shared memory bytes
   bool persistent = false;
   int64_t min_grid_x = 1;  // persistent: the fewest CTAs the kernel accepts
+  // persistent: CTAs an SM at most (0: as many as fit), leaving the rest of each SM to the next
+  // kernel's CTAs, which then start under programmatic dependent launch while this one runs.
+  int64_t max_per_sm = 0;
   // Cost model.
   int64_t weight_bytes = 0;           // read once per launch
   int64_t bytes_per_token = 0;        // activations read + written per token
@@ -53,6 +56,7 @@ struct KernelSpec {
     v("smem", s.smem);
     v("persistent", s.persistent);
     v("min_grid_x", s.min_grid_x);
+    v("max_per_sm", s.max_per_sm);
     v("weight_bytes", s.weight_bytes);
     v("bytes_per_token", s.bytes_per_token);
     v("kv_bytes_per_position", s.kv_bytes_per_position);
@@ -66,6 +70,9 @@ struct KernelSpec {
   std::vector<std::pair<std::string, std::string>> DefineList() const;
   // Grid for a step of n_tokens tokens.
   int64_t GridX(int64_t n_tokens) const;
+  // A persistent kernel's grid x on a GPU of `sm_count` SMs where `resident` of its CTAs fit an
+  // SM: as many as fit (at most max_per_sm an SM), within [min_grid_x, grid_x].
+  int64_t PersistentGridX(int resident, int sm_count) const;
   int64_t GridY(int64_t n_tokens) const;
 };
 

@@ -425,6 +425,9 @@ class Lowerer {
     }
     s.persistent = true;
     s.min_grid_x = 1;  // CTAs never wait for each other
+    // JLLM_GEMV_PER_SM=N: at most N CTAs an SM, the same kind of room on every SM (with NW 16 and
+    // MINB 2, one CTA of 16 warps in half the registers: the next GEMV's CTA starts beside it).
+    s.max_per_sm = knob("per_sm", 0);
     s.smem = geo::GemvSmemBytes(k, static_cast<int>(slots)) + geo::GemvRingBytes(stage_bytes, ring, nw);
     s.weight_bytes = weight_bytes;
     const int64_t out_rows = swiglu ? W(members[0]).dim(1) : total_rows;

@@ -57,6 +57,7 @@ const std::vector<GemvKnob>& GemvKnobs() {
       {"items", "JLLM_GEMV_ITEMS", 1, kAny, -1, "items a warp x 10 the K split aims at"},
       {"ksplit", "JLLM_GEMV_KSPLIT", 1, kAny, -1, "column splits (clamped to K / 256)"},
       {"grid", "JLLM_GEMV_GRID", 0, 1 << 20, -1, "CTAs at most (0: as many as fit)"},
+      {"per_sm", "JLLM_GEMV_PER_SM", 0, 32, -1, "CTAs an SM at most, the rest left to the next kernel (0: all that fit)"},
   };
   return knobs;
 }
