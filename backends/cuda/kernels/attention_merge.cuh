@@ -14,15 +14,20 @@ namespace jllm_kernels {
 // The split of the S = pos + 1 cached positions that CTA (kv head, split) attends to: S is cut
 // into `active` chunks of at least kMinChunk positions (short contexts use few splits, so the
 // merge stays cheap), [p_begin, p_end) this CTA's (empty past `active`). Every decode attention
-// kernel starts with it, after its grid dependency (pos and the cache row come from before).
+// kernel starts with it, by default after its grid dependency (kWait). Without it (the caller
+// waits later): the position is the step state's, which the previous step's sampler advanced —
+// every kernel passes its own wait before it lets its successor start, so when attention starts
+// every kernel but its predecessor (head_ops: q and this position's cache row) is complete.
 struct AttentionSplit {
   int n_pos, active, p_begin, p_end;
 };
-template <int kSplits, int kMinChunk>
+template <int kSplits, int kMinChunk, bool kWait = true>
 __device__ __forceinline__ AttentionSplit SplitOfStep(const jllm::cuda::AttentionArgs& args, int split) {
   for (int i = 0; i < 2; ++i) jllm_prefetch_l2_share(args.prefetch.p[i], args.prefetch.bytes[i]);
-  JLLM_GRID_WAIT();
-  JLLM_LAUNCH_DEPENDENTS();
+  if constexpr (kWait) {
+    JLLM_GRID_WAIT();
+    JLLM_LAUNCH_DEPENDENTS();
+  }
   AttentionSplit s;
   s.n_pos = args.pos[0] + 1;
   const int chunk = max(kMinChunk, (s.n_pos + kSplits - 1) / kSplits);

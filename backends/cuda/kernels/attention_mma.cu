@@ -21,7 +21,13 @@
 // 4 lanes of one g). Per 16 positions a warp issues 64 MMAs and ~200 other instructions, against
 // attention_rows.cu's 128 x G FMAs per lane.
 //
-// Constants (-D): JLLM_D (64 or 128), JLLM_H, JLLM_HK, JLLM_NSPLIT, JLLM_MINCHUNK, JLLM_NW.
+// JLLM_EARLY 1: a warp's first tile of K and V is loaded before the grid dependency — all but
+// the row of the newest position, which head_ops (the predecessor) appends, loaded after it with
+// q — so the cache's first round trip overlaps head_ops instead of following it (SplitOfStep
+// says why the rest of the cache and the position may be read early).
+//
+// Constants (-D): JLLM_D (64 or 128), JLLM_H, JLLM_HK, JLLM_NSPLIT, JLLM_MINCHUNK, JLLM_NW,
+// JLLM_EARLY.
 #include "attention_merge.cuh"
 #include "kernel_args.h"
 #include "kv_cache.cuh"
@@ -39,6 +45,7 @@ constexpr int kG = kH / kHk;
 constexpr int kSplits = JLLM_NSPLIT;
 constexpr int kMinChunk = JLLM_MINCHUNK;
 constexpr int kNw = JLLM_NW;
+constexpr bool kEarly = JLLM_EARLY;
 constexpr int kThreads = 32 * kNw;
 constexpr int kTile = 16;            // positions per warp step: one MMA k step of P · V
 constexpr int kKSteps = kD / 16;     // of S = Q · K^T
@@ -72,12 +79,52 @@ JLLM_KERNEL(attention_mma, jllm::cuda::AttentionArgs, kThreads, 1) {
   const int g = lane >> 2, t = lane & 3;
   const int hk = blockIdx.x, split = blockIdx.y;
 
-  const AttentionSplit sp = SplitOfStep<kSplits, kMinChunk>(args, split);
+  const AttentionSplit sp = SplitOfStep<kSplits, kMinChunk, !kEarly>(args, split);
   const int active = sp.active;
   if (split >= active && active == 1) return;      // nothing to merge with
   const int p_begin = sp.p_begin, p_end = sp.p_end;
 
   if (split < active) {
+    const jllm_u16* kc = static_cast<const jllm_u16*>(args.k_cache) + static_cast<long long>(hk) * args.max_ctx * kD;
+    const jllm_u16* vc = static_cast<const jllm_u16*>(args.v_cache) + static_cast<long long>(hk) * args.max_ctx * kD;
+    // The tile at base into kr, vr — K: n tile c's position base + 8c + g, this lane's kD / 4
+    // halves; V: rows 2t, 2t + 1, 2t + 8, 2t + 9 of the tile, halves (D / 8) g .. — with zeros
+    // past the chunk (the cache beyond it may hold anything, and 0 · NaN is NaN). kAll: every
+    // position; kOld: all but the newest (zero there; before the grid dependency); kNew: only
+    // the newest, over what kOld left (after it).
+    enum Rows { kAll, kOld, kNew };
+    const int p_new = sp.n_pos - 1;
+    uint4 kr[2][kKLoads], vr[4][kVLoads];
+    auto load_tile = [&](int base, Rows rows) {
+      auto take = [&](int p) { return p < p_end && (rows == kAll || (rows == kOld) == (p != p_new)); };
+#pragma unroll
+      for (int c = 0; c < 2; ++c) {
+        const int p = base + 8 * c + g;
+#pragma unroll
+        for (int i = 0; i < kKLoads; ++i) {
+          if (rows == kNew && !take(p)) continue;
+          kr[c][i] = take(p) ? reinterpret_cast<const uint4*>(kc + static_cast<long long>(p) * kD + (kD / 4) * t)[i]
+                             : make_uint4(0, 0, 0, 0);
+        }
+      }
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const int p = base + 2 * t + (r & 1) + 8 * (r >> 1);
+#pragma unroll
+        for (int i = 0; i < kVLoads; ++i) {
+          if (rows == kNew && !take(p)) continue;
+          vr[r][i] = take(p) ? reinterpret_cast<const uint4*>(vc + static_cast<long long>(p) * kD + (kD / 8) * g)[i]
+                             : make_uint4(0, 0, 0, 0);
+        }
+      }
+    };
+    const int first = p_begin + kTile * warp;  // the warp's first tile
+    if constexpr (kEarly) {
+      if (first < p_end) load_tile(first, kOld);
+      JLLM_GRID_WAIT();  // q and the newest cache row come from head_ops
+      JLLM_LAUNCH_DEPENDENTS();
+      if (first < p_end) load_tile(first, kNew);
+    }
     // q of head g (zero past G), dimensions [kD / 4 · t, + kD / 4), as A fragments hi + lo.
     jllm_u32 q_hi[kQWords], q_lo[kQWords];
     {
@@ -93,31 +140,8 @@ JLLM_KERNEL(attention_mma, jllm::cuda::AttentionArgs, kThreads, 1) {
     float o[kNTiles][4];              // O's accumulators; [j][0..1]: head g, dimensions (D/8)·2t + j, + D/8
 #pragma unroll
     for (int j = 0; j < kNTiles; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
-    const jllm_u16* kc = static_cast<const jllm_u16*>(args.k_cache) + static_cast<long long>(hk) * args.max_ctx * kD;
-    const jllm_u16* vc = static_cast<const jllm_u16*>(args.v_cache) + static_cast<long long>(hk) * args.max_ctx * kD;
-    for (int base = p_begin + kTile * warp; base < p_end; base += kTile * kNw) {
-      // K: n tile c's position base + 8c + g, this lane's kD / 4 halves; V: rows 2t, 2t + 1,
-      // 2t + 8, 2t + 9 of the tile, halves (D / 8) g ..; zeros past the chunk (the cache beyond
-      // it may hold anything, and 0 · NaN is NaN).
-      uint4 kr[2][kKLoads], vr[4][kVLoads];
-#pragma unroll
-      for (int c = 0; c < 2; ++c) {
-        const int p = base + 8 * c + g;
-#pragma unroll
-        for (int i = 0; i < kKLoads; ++i) {
-          kr[c][i] = p < p_end ? reinterpret_cast<const uint4*>(kc + static_cast<long long>(p) * kD + (kD / 4) * t)[i]
-                               : make_uint4(0, 0, 0, 0);
-        }
-      }
-#pragma unroll
-      for (int r = 0; r < 4; ++r) {
-        const int p = base + 2 * t + (r & 1) + 8 * (r >> 1);
-#pragma unroll
-        for (int i = 0; i < kVLoads; ++i) {
-          vr[r][i] = p < p_end ? reinterpret_cast<const uint4*>(vc + static_cast<long long>(p) * kD + (kD / 8) * g)[i]
-                               : make_uint4(0, 0, 0, 0);
-        }
-      }
+    for (int base = first; base < p_end; base += kTile * kNw) {
+      if (!kEarly || base != first) load_tile(base, kAll);
       // S = Q · K^T for the tile's two n tiles of 8 positions.
       float s[2][4];
 #pragma unroll
@@ -193,6 +217,9 @@ JLLM_KERNEL(attention_mma, jllm::cuda::AttentionArgs, kThreads, 1) {
     __syncthreads();
     Merge::MergeWarps<kNw>(args, hk, split, active, accs, maxs, sums);
     if (active == 1) return;
+  } else if constexpr (kEarly) {
+    JLLM_GRID_WAIT();  // the other splits' partials come after it
+    JLLM_LAUNCH_DEPENDENTS();
   }
   Merge::IfLast(args, hk, active, merge);
 }

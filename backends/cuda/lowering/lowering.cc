@@ -122,6 +122,10 @@ constexpr int kPrefetch = 0;
 // straight into registers) or attention_decode.cu (1: the CTA's tiles staged in shared memory;
 // the kernel through stop 19, and the one with FUSED_HEAD).
 constexpr int kAttnKernel = 3;
+// attention_mma.cu loads a warp's first K/V tile before its grid dependency (1: the cache's first
+// round trip overlaps head_ops; the newest position's row, which head_ops appends, after it) or
+// after it (0, the default until measured on the GPU; docs/PERF.md). JLLM_ATTN_EARLY.
+constexpr int kAttnEarly = 0;
 constexpr int kAttnSplits = 32;
 constexpr int kAttnMinChunk = 64;  // positions: fewer, fuller splits at short context
 constexpr int kAttnDecodeWarps = 4;
@@ -831,6 +835,7 @@ class Lowerer {
       // A split is at least a tile per warp: 32 positions (rows), 16 (mma).
       defines.push_back(D("JLLM_MINCHUNK", TuningOverride("JLLM_ATTN_MINCHUNK", (mma ? 16 : 32) * nw)));
       if (!mma) defines.push_back(D("JLLM_KV", static_cast<int>(kv)));
+      if (mma) defines.push_back(D("JLLM_EARLY", TuningOverride("JLLM_ATTN_EARLY", kAttnEarly, /*min=*/0, /*max=*/1)));
     } else {
       splits = std::clamp<int64_t>(TuningOverride("JLLM_ATTN_SPLITS", kAttnSplits), 1, 256);
       nw = std::clamp<int64_t>(TuningOverride("JLLM_ATTN_NW", kAttnDecodeWarps), 1, 32);
