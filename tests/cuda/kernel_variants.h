@@ -46,8 +46,8 @@ struct OpVariant {
 // and attention_rows.cu on every case, each also with chunks of one position (a split per
 // position: the cross-split merge, and warps without a tile), and attention_rows.cu and
 // attention_mma.cu with one warp for a whole chunk (its online softmax across tiles), and
-// attention_mma.cu with its first tile loaded before the grid dependency (the newest row after
-// it), also with a split per position (splits without a tile wait before the merge).
+// attention_mma.cu with its first tile loaded after the grid dependency (the default loads it
+// before, the newest row after; the default through stop 22).
 inline std::vector<OpVariant> CudaKernelVariants() {
   return {
       {"registers_r1",
@@ -86,8 +86,7 @@ inline std::vector<OpVariant> CudaKernelVariants() {
        VariantCases::kAttention},
       {"attention_mma_chunk1", {{"JLLM_ATTN_MINCHUNK", "1"}}, VariantCases::kAttention},
       {"attention_mma_nw1", {{"JLLM_ATTN_NW", "1"}, {"JLLM_ATTN_MINCHUNK", "256"}}, VariantCases::kAttention},
-      {"attention_mma_early", {{"JLLM_ATTN_EARLY", "1"}}, VariantCases::kAttention},
-      {"attention_mma_early_chunk1", {{"JLLM_ATTN_EARLY", "1"}, {"JLLM_ATTN_MINCHUNK", "1"}}, VariantCases::kAttention},
+      {"attention_mma_late", {{"JLLM_ATTN_EARLY", "0"}}, VariantCases::kAttention},
   };
 }
 

@@ -122,10 +122,11 @@ constexpr int kPrefetch = 0;
 // straight into registers) or attention_decode.cu (1: the CTA's tiles staged in shared memory;
 // the kernel through stop 19, and the one with FUSED_HEAD).
 constexpr int kAttnKernel = 3;
-// attention_mma.cu loads a warp's first K/V tile before its grid dependency (1: the cache's first
-// round trip overlaps head_ops; the newest position's row, which head_ops appends, after it) or
-// after it (0, the default until measured on the GPU; docs/PERF.md). JLLM_ATTN_EARLY.
-constexpr int kAttnEarly = 0;
+// attention_mma.cu loads a warp's first K/V tile before its grid dependency (1, the default since
+// stop 23: the cache's first round trip overlaps head_ops, the newest position's row, which
+// head_ops appends, after it; H200 4b tg128 +2.2 %, @ d8192 ±0; docs/PERF.md) or after it (0).
+// JLLM_ATTN_EARLY.
+constexpr int kAttnEarly = 1;
 constexpr int kAttnSplits = 32;
 constexpr int kAttnMinChunk = 64;  // positions: fewer, fuller splits at short context
 constexpr int kAttnDecodeWarps = 4;
@@ -395,7 +396,10 @@ class Lowerer {
       total_rows += w.dim(1);
       weight_bytes += DeviceBytes(w);
     }
-    const int64_t want_items = kGemvTargetSms * nw * knob("items", kGemvItemsPerWarpX10) / 10;
+    // The split aims at ITEMS/10 items a warp of kGemvWarps-warp CTAs, whatever this GEMV's CTA
+    // shape: counted with the 16-warp CTAs of the feed-forward GEMVs it split 4b's downs in two,
+    // which jllm-compile --tune measured 1.4 % slower each on the H200 (stop 23, docs/PERF.md).
+    const int64_t want_items = kGemvTargetSms * kGemvWarps * knob("items", kGemvItemsPerWarpX10) / 10;
     int ksplit = static_cast<int>(std::clamp<int64_t>((want_items + row_groups - 1) / row_groups, 1, max_split));
     ksplit = static_cast<int>(std::clamp<int64_t>(knob("ksplit", ksplit), 1, k / 256));
     defs.push_back(D("JLLM_R", r));
