@@ -33,7 +33,10 @@
 // JLLM_LATE_NORM (1: with NORM and no K split, x·gamma is staged in the same pass that sums
 // x², and the RMS scale — one number per token, and the GEMV linear in x — multiplies the
 // results instead: one pass over x and one barrier less before the first dot; 0: the sum of
-// squares first, then x scaled as it is staged), JLLM_PAIRS (a mask, 1 q4_K, 2 q6_K: those members
+// squares first, then x scaled as it is staged), JLLM_GAMMA_EARLY (1: with NORM, the thread's
+// gamma of the quantized-x pass is loaded before the grid wait — gamma is a weight, and after a
+// step's 2.5 GB of weights went through L2 it comes from HBM, a round trip that otherwise
+// follows the wait beside x's; 0: with x), JLLM_PAIRS (a mask, 1 q4_K, 2 q6_K: those members
 // read as unit pairs, 8 lanes a row and 4 rows a warp step, x quantized per pair;
 // launch_geometry.h).
 //
@@ -64,6 +67,7 @@ constexpr int kRing = JLLM_RING;
 constexpr int kRingSlots = kRing > 0 ? kRing : 1;  // the modulus of a slot index
 constexpr bool kSpread = JLLM_SPREAD;  // a CTA's steps split evenly among its warps
 constexpr bool kLateNorm = kNorm && JLLM_LATE_NORM && JLLM_KSPLIT == 1;  // the RMS scale applied to y
+constexpr bool kGammaEarly = kNorm && JLLM_GAMMA_EARLY;
 // The ring is filled by bulk copies where the GPU has them (JLLM_BULK 1, sm_90), else cp.async.
 constexpr bool kBulk = kRing > 0 && JLLM_BULK && JLLM_HAS_BULK_COPY;
 
@@ -239,28 +243,59 @@ __device__ __forceinline__ void StageXqOf(const float (&v)[16], float amax, bool
 }
 
 // x[e..e + 4) times gamma and `scale` (NORM); kSquares: adds the four x² (each rounded in f32,
-// as cpu_ref's RMSNorm) to `squares`.
+// as cpu_ref's RMSNorm) to `squares`. `g`: gamma[e..e + 4) when loaded already (GAMMA_EARLY).
 template <bool kSquares = false>
-__device__ __forceinline__ float4 NormedX(const jllm::cuda::GemvArgs& args, int e, float scale, double& squares) {
+__device__ __forceinline__ float4 NormedX(const jllm::cuda::GemvArgs& args, int e, float scale, double& squares,
+                                          const float4* g = nullptr) {
   float4 v = *reinterpret_cast<const float4*>(args.x + e);
   if constexpr (kSquares) {
     squares += static_cast<double>(v.x * v.x) + static_cast<double>(v.y * v.y) + static_cast<double>(v.z * v.z) +
                static_cast<double>(v.w * v.w);
   }
   if constexpr (kNorm) {
-    const float4 g = *reinterpret_cast<const float4*>(args.gamma + e);
-    v = make_float4(v.x * scale * g.x, v.y * scale * g.y, v.z * scale * g.z, v.w * scale * g.w);
+    const float4 gv = g != nullptr ? *g : *reinterpret_cast<const float4*>(args.gamma + e);
+    v = make_float4(v.x * scale * gv.x, v.y * scale * gv.y, v.z * scale * gv.z, v.w * scale * gv.w);
   }
   return v;
 }
 
+// The quantized-x pass of StageX: 16 columns a thread from e0 + 16·thread, kXqTrips times at
+// most (every column in one pass when K <= 16 · threads).
+constexpr int kXqTrips = geo::CeilDiv(kK, 16 * kThreads);
+constexpr bool kXqPass = StagesXq<0>() || StagesXq<1>() || StagesXq<2>() || StagesSums<0>() || StagesSums<1>() ||
+                         StagesSums<2>();
+constexpr bool kEarlyGamma = kGammaEarly && kXqPass;  // (an f32-only GEMV stages without that pass)
+// Gamma of those columns, loaded before the grid wait (GAMMA_EARLY; zeros past e1).
+struct EarlyGamma {
+  float4 g[kEarlyGamma ? kXqTrips : 1][4];
+};
+__device__ __forceinline__ EarlyGamma LoadEarlyGamma(const jllm::cuda::GemvArgs& args, int e0, int e1) {
+  EarlyGamma eg;
+  if constexpr (kEarlyGamma) {
+#pragma unroll
+    for (int it = 0; it < kXqTrips; ++it) {
+      const int e = e0 + 16 * static_cast<int>(threadIdx.x) + 16 * kThreads * it;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        eg.g[it][i] = e < e1 ? *reinterpret_cast<const float4*>(args.gamma + e + 4 * i) : make_float4(0.f, 0.f, 0.f, 0.f);
+      }
+    }
+  }
+  return eg;
+}
+
+// The columns [e0, e1) the CTA stages: those of splits s_lo..s_hi.
+__device__ __forceinline__ int StagedBegin(int s_lo) { return SplitGroup(s_lo) * 256; }
+__device__ __forceinline__ int StagedEnd(int s_hi) { return SplitGroup(s_hi + 1) * 256; }
+
 // Returns the factor the results take: the RMS scale with LATE_NORM, else 1.
-__device__ __forceinline__ float StageX(const jllm::cuda::GemvArgs& args, int s_lo, int s_hi, float4* xs) {
+__device__ __forceinline__ float StageX(const jllm::cuda::GemvArgs& args, int s_lo, int s_hi, float4* xs,
+                                        const EarlyGamma& eg) {
   float scale = 1.0f;
   __shared__ double scratch[32];
   if constexpr (kNorm && !kLateNorm) scale = jllm_rms_scale(jllm_sum_squares(args.x, kK, scratch), kK, args.eps);
   double squares = 0;  // LATE_NORM: this thread's share of Σx² (every column is staged: no split)
-  const int e0 = SplitGroup(s_lo) * 256, e1 = SplitGroup(s_hi + 1) * 256;
+  const int e0 = StagedBegin(s_lo), e1 = StagedEnd(s_hi);
   constexpr bool kAnyF32 = StagesF32<0>() || StagesF32<1>() || StagesF32<2>();
   if constexpr (kAnyF32) {
     for (int e = e0 + 4 * threadIdx.x; e < e1; e += 4 * kThreads) {
@@ -275,13 +310,17 @@ __device__ __forceinline__ float StageX(const jllm::cuda::GemvArgs& args, int s_
     // A warp-uniform trip count (pair scales are reductions over lanes): a lane past e1 runs
     // with zeros and writes nothing.
     const int lane = threadIdx.x & 31;
-    for (int e = e0 + 16 * threadIdx.x; e - 16 * lane < e1; e += 16 * kThreads) {
+#pragma unroll
+    for (int it = 0; it < kXqTrips; ++it) {
+      const int e = e0 + 16 * static_cast<int>(threadIdx.x) + 16 * kThreads * it;
+      if (e - 16 * lane >= e1) break;  // warp-uniform
       const bool live = e < e1;
       float v[16];
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        const float4 f =
-            live ? NormedX<kLateNorm && !kAnyF32>(args, e + 4 * i, scale, squares) : make_float4(0.f, 0.f, 0.f, 0.f);
+        const float4* g = kEarlyGamma ? &eg.g[kEarlyGamma ? it : 0][i] : nullptr;
+        const float4 f = live ? NormedX<kLateNorm && !kAnyF32>(args, e + 4 * i, scale, squares, g)
+                              : make_float4(0.f, 0.f, 0.f, 0.f);
         v[4 * i] = f.x, v[4 * i + 1] = f.y, v[4 * i + 2] = f.z, v[4 * i + 3] = f.w;
       }
       if (live) {
@@ -597,9 +636,10 @@ __device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int sp
   };
   auto stage_x = [&] {
     if (first) {
-      JLLM_GRID_WAIT();  // x, gamma, the residual and the partials' readers come before us
+      const EarlyGamma eg = LoadEarlyGamma(args, StagedBegin(s_lo), StagedEnd(s_hi));  // a weight: before the wait
+      JLLM_GRID_WAIT();  // x, the residual and the partials' readers come before us
       JLLM_LAUNCH_DEPENDENTS();
-      x_scale = StageX(args, s_lo, s_hi, xs);
+      x_scale = StageX(args, s_lo, s_hi, xs, eg);
     }
   };
 

@@ -79,6 +79,10 @@ constexpr int kGemvSpread = 1;  // 1: warps take equal step ranges (0: whole ite
 // without a K split stages x·gamma while it sums x² and scales its results (one pass over x, one
 // barrier less); 0: the sum of squares first, then x scaled as it is staged.
 constexpr int kGemvLateNorm = 1;
+// 1: a normed GEMV loads the gamma of its quantized-x pass before its grid wait (gamma is a
+// weight; after a step's weights went through L2 it comes from HBM, and otherwise that round trip
+// follows the wait beside x's); 0 (the default until measured on the GPU): with x.
+constexpr int kGemvGammaEarly = 0;
 // A mask of the K-quants read as unit pairs, 8 lanes a row (launch_geometry.h; quantized x only):
 // 1 q4_K, 2 q6_K, 3 both; one scale decode per 64 elements and exact steps at every Qwen3 width
 // (docs/PERF.md, "q4_K sub-block pairs"); 0: 16-byte units, 32 lanes a row. Measured on the
@@ -413,6 +417,7 @@ class Lowerer {
     defs.push_back(D("JLLM_SPREAD", knob("spread", kGemvSpread) != 0));
     defs.push_back(
         D("JLLM_LATE_NORM", knob("late_norm", kGemvLateNorm) != 0));
+    defs.push_back(D("JLLM_GAMMA_EARLY", knob("gamma_early", kGemvGammaEarly) != 0));
     defs.push_back(D("JLLM_XPLANES", x_planes));
     defs.push_back(D("JLLM_PAIRS", pairs));
     defs.push_back(D("JLLM_XSLOTS", slots));  // gemv.cu checks that it counts the same
