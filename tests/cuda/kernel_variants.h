@@ -33,8 +33,9 @@ struct OpVariant {
 // split in two along K (a slot holds several rows, a warp's stream crosses splits and members),
 // the ring filled by 16-byte cp.async (the path before sm_90), and equal step ranges with
 // registers; the normed GEMVs with the RMS scale applied to x as it is staged, after a pass
-// that sums x² (the default through stop 17), and with gamma loaded before the grid wait (also
-// as pairs with a K split: each CTA's columns); q4_K and q6_K as unit pairs (8 lanes a row, x
+// that sums x² (the default through stop 17), and with gamma loaded after the grid wait (the
+// default loads it before, since stop 23; pairs with a K split load each CTA's columns); q4_K and
+// q6_K as unit pairs (8 lanes a row, x
 // per pair; the default on GEMVs of >= 4 MiB, which no op case reaches, so forced here) on the
 // ring, in registers with every matrix split in two along K and int8 x, and on the cp.async ring
 // with whole items round-robin; the prefill GEMM on f32 FMAs with 64-token tiles (the tile
@@ -59,9 +60,8 @@ inline std::vector<OpVariant> CudaKernelVariants() {
       {"cpasync_ring3", {{"JLLM_GEMV_RING", "3"}, {"JLLM_GEMV_BULK", "0"}}, VariantCases::kGemvGroups},
       {"registers_spread", {{"JLLM_GEMV_RING", "0"}}, VariantCases::kGemvGroups},
       {"early_norm", {{"JLLM_GEMV_LATE_NORM", "0"}}, VariantCases::kGemvNorm},
-      {"gamma_early", {{"JLLM_GEMV_GAMMA_EARLY", "1"}}, VariantCases::kGemvNorm},
-      {"pairs_gamma_early_split2",
-       {{"JLLM_GEMV_PAIRS", "3"}, {"JLLM_GEMV_PAIRS_MIN_MIB", "0"}, {"JLLM_GEMV_GAMMA_EARLY", "1"}, {"JLLM_GEMV_KSPLIT", "2"}},
+      {"gamma_late", {{"JLLM_GEMV_GAMMA_EARLY", "0"}}, VariantCases::kGemvNorm},
+      {"pairs_split2", {{"JLLM_GEMV_PAIRS", "3"}, {"JLLM_GEMV_PAIRS_MIN_MIB", "0"}, {"JLLM_GEMV_KSPLIT", "2"}},
        VariantCases::kGemvPairs},
       {"pairs", {{"JLLM_GEMV_PAIRS", "3"}, {"JLLM_GEMV_PAIRS_MIN_MIB", "0"}}, VariantCases::kGemvPairs},
       {"pairs_registers_split2_x8",

@@ -79,10 +79,11 @@ constexpr int kGemvSpread = 1;  // 1: warps take equal step ranges (0: whole ite
 // without a K split stages x·gamma while it sums x² and scales its results (one pass over x, one
 // barrier less); 0: the sum of squares first, then x scaled as it is staged.
 constexpr int kGemvLateNorm = 1;
-// 1: a normed GEMV loads the gamma of its quantized-x pass before its grid wait (gamma is a
-// weight; after a step's weights went through L2 it comes from HBM, and otherwise that round trip
-// follows the wait beside x's); 0 (the default until measured on the GPU): with x.
-constexpr int kGemvGammaEarly = 0;
+// 1 (the default since stop 23: H200 tg128 0.6b +1.0 %, 4b +0.3–0.5 %, 14b +0.3–0.4 %;
+// docs/PERF.md): a normed GEMV loads the gamma of its quantized-x pass before its grid wait
+// (gamma is a weight; after a step's weights went through L2 it comes from HBM, and otherwise
+// that round trip follows the wait beside x's); 0: with x.
+constexpr int kGemvGammaEarly = 1;
 // A mask of the K-quants read as unit pairs, 8 lanes a row (launch_geometry.h; quantized x only):
 // 1 q4_K, 2 q6_K, 3 both; one scale decode per 64 elements and exact steps at every Qwen3 width
 // (docs/PERF.md, "q4_K sub-block pairs"); 0: 16-byte units, 32 lanes a row. Measured on the
