@@ -8,8 +8,9 @@
 # the tiny model end to end (run, --validate, --profile) and under compute-sanitizer (memcheck,
 # racecheck), then the synthesized presets (quick: 0.6b and 4b; full: also 14b): --validate,
 # jllm-bench (pp512, tg128, tg128 @ d8192 and d32768 for 4b), --profile, the host memory of
-# loading; `tune` (only when named) runs jllm-compile --tune and benches the tuned plans against
-# the built-in choices.
+# loading; only when named: `tune` runs jllm-compile --tune and benches the tuned plans against
+# the built-in choices, `ncu-source` profiles three 4b GEMVs per SASS instruction
+# (scripts/ncu_source_summary.py sums them by phase), `ncu-attn` decode attention at 8k.
 # Each step's output goes to the terminal and to a log; the logs come back as
 # $OUT/gpu-check-logs.tar.gz, the benchmark JSON as $OUT/bench.json. A failing step does not
 # stop the others; the exit status says whether any failed. The summary table comes last.
