@@ -44,8 +44,11 @@ typedef long long jllm_i64;
 // the stream still runs. Before JLLM_GRID_WAIT it may only read what no earlier kernel of the
 // step writes (weights, cache rows of earlier positions); after it, everything the predecessor
 // wrote is visible. Every thread passes the wait before its first global write or read of an
-// activation. JLLM_LAUNCH_DEPENDENTS lets the successor start its own prologue. Both are no-ops
-// before sm_90, without the launch attribute, and in the CPU emulation.
+// activation. JLLM_LAUNCH_DEPENDENTS lets the successor start its own prologue; every kernel
+// calls it only after its own JLLM_GRID_WAIT, so when a kernel starts, every kernel before its
+// predecessor is complete — what lets decode attention read the step state's position and most of
+// its first cache tile before its wait (attention_merge.cuh, SplitOfStep). Both are no-ops before
+// sm_90, without the launch attribute, and in the CPU emulation.
 #if defined(JLLM_EMULATE) || !defined(__CUDA_ARCH__) || __CUDA_ARCH__ < 900
 #define JLLM_GRID_WAIT() ((void)0)
 #define JLLM_LAUNCH_DEPENDENTS() ((void)0)
