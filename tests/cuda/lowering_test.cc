@@ -397,6 +397,34 @@ TEST(Lowering, TuningTableForAnotherModelIsRefused) {
   EXPECT_NE(msg.find("jllm-compile --tune"), std::string::npos) << msg;
 }
 
+// The K split aims at items for the warps of 8-warp CTAs whatever a GEMV's CTA shape: 4b's downs
+// (640 row groups of 4, the 16-warp feed-forward CTAs) are not split — measured faster unsplit on
+// the H200 (docs/PERF.md, stop 23) — while 0.6b's (256 row groups) still are.
+TEST(Lowering, KSplitCountsEightWarpCtas) {
+  struct Case {
+    std::string preset, down_columns;  // the down projection's K: the feed-forward width
+    bool split_downs;
+  };
+  for (const auto& [preset, down_columns, split_downs] : std::vector<Case>{{"4b", "x9728", false}, {"0.6b", "x3072", true}}) {
+    auto g = testing::PresetGraph(preset);
+    ASSERT_TRUE(g.ok()) << g.status();
+    auto lg = LowerGraph(*g);
+    ASSERT_TRUE(lg.ok()) << lg.status();
+    int downs = 0;
+    for (const auto& [key, spec] : DecodeGemvs(*lg)) {
+      const bool down = key.find(down_columns + " +residual") != std::string::npos;
+      const int ksplit = std::stoi(Define(spec, "JLLM_KSPLIT"));
+      if (down) {
+        ++downs;
+        EXPECT_EQ(ksplit > 1, split_downs) << preset << " " << spec.label;
+      } else if (preset == "4b") {
+        EXPECT_EQ(ksplit, 1) << spec.label;
+      }
+    }
+    EXPECT_EQ(downs, preset == "4b" ? 36 : 28) << preset;
+  }
+}
+
 // A persistent grid: as many CTAs as fit every SM, at most max_per_sm an SM (the room PER_SM
 // leaves for the next kernel), never more than the kernel has items or fewer than it accepts.
 TEST(KernelSpecGrid, PersistentGridTakesWhatFitsUpToPerSmCap) {

@@ -70,10 +70,10 @@ struct KernelSpec {
   std::vector<std::pair<std::string, std::string>> DefineList() const;
   // Grid for a step of n_tokens tokens.
   int64_t GridX(int64_t n_tokens) const;
+  int64_t GridY(int64_t n_tokens) const;
   // A persistent kernel's grid x on a GPU of `sm_count` SMs where `resident` of its CTAs fit an
   // SM: as many as fit (at most max_per_sm an SM), within [min_grid_x, grid_x].
   int64_t PersistentGridX(int resident, int sm_count) const;
-  int64_t GridY(int64_t n_tokens) const;
 };
 
 // Text form "label=... source=gemv.cu ..." (ir/fields.h), for dumps and messages.
