@@ -96,7 +96,10 @@ JLLM_KERNEL(attention_mma, jllm::cuda::AttentionArgs, kThreads, 1) {
     const int p_new = sp.n_pos - 1;
     uint4 kr[2][kKLoads], vr[4][kVLoads];
     auto load_tile = [&](int base, Rows rows) {
-      auto take = [&](int p) { return p < p_end && (rows == kAll || (rows == kOld) == (p != p_new)); };
+      auto take = [&](int p) {
+        if (p >= p_end) return false;
+        return rows == kAll || (rows == kOld ? p != p_new : p == p_new);
+      };
 #pragma unroll
       for (int c = 0; c < 2; ++c) {
         const int p = base + 8 * c + g;
