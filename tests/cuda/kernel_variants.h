@@ -49,7 +49,10 @@ struct OpVariant {
 // position: the cross-split merge, and warps without a tile), and attention_rows.cu and
 // attention_mma.cu with one warp for a whole chunk (its online softmax across tiles), and
 // attention_mma.cu with its first tile loaded after the grid dependency (the default loads it
-// before, the newest row after; the default through stop 22).
+// before, the newest row after; the default through stop 22), and attention_mma.cu with its
+// tiles through a shared-memory ring (JLLM_ATTN_RING): one or two warps a chunk so that a warp's
+// tiles wrap around the ring and the newest position lies in a tile issued before the grid
+// wait (its pieces copied after it), the ring after the wait, and a split per position.
 inline std::vector<OpVariant> CudaKernelVariants() {
   return {
       {"registers_r1",
@@ -92,6 +95,12 @@ inline std::vector<OpVariant> CudaKernelVariants() {
       {"attention_mma_chunk1", {{"JLLM_ATTN_MINCHUNK", "1"}}, VariantCases::kAttention},
       {"attention_mma_nw1", {{"JLLM_ATTN_NW", "1"}, {"JLLM_ATTN_MINCHUNK", "256"}}, VariantCases::kAttention},
       {"attention_mma_late", {{"JLLM_ATTN_EARLY", "0"}}, VariantCases::kAttention},
+      {"attention_mma_ring2_nw1", {{"JLLM_ATTN_RING", "2"}, {"JLLM_ATTN_NW", "1"}, {"JLLM_ATTN_MINCHUNK", "256"}},
+       VariantCases::kAttention},
+      {"attention_mma_ring3_nw2", {{"JLLM_ATTN_RING", "3"}, {"JLLM_ATTN_NW", "2"}, {"JLLM_ATTN_MINCHUNK", "256"}},
+       VariantCases::kAttention},
+      {"attention_mma_ring3_late", {{"JLLM_ATTN_RING", "3"}, {"JLLM_ATTN_EARLY", "0"}}, VariantCases::kAttention},
+      {"attention_mma_ring2_chunk1", {{"JLLM_ATTN_RING", "2"}, {"JLLM_ATTN_MINCHUNK", "1"}}, VariantCases::kAttention},
   };
 }
 

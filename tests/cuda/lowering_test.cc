@@ -7,7 +7,9 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "backends/cuda/device_layout.h"
 #include "backends/cuda/exec/memory_plan.h"
 #include "backends/cuda/lowering/lowering.h"
@@ -180,6 +182,37 @@ TEST(Lowering, DecodeAttentionKernelBySwitch) {
     ::jllm::testing::ScopedEnv env(std::vector<std::pair<std::string, std::string>>{{"JLLM_ATTN_KERNEL", value}});
     EXPECT_EQ(kernels(), std::set<std::string>{kernel}) << value;
   }
+}
+
+// JLLM_ATTN_RING: attention_mma.cu's per-warp ring of tiles, as deep as asked while the CTA's
+// shared memory stays within geometry::kAttnMmaSmemMax (163 KiB). 4b (G 4, head_dim 128, 16
+// splits): with 8 warps the static 17,172 bytes leave room for rings of two tiles (8 KiB each) a
+// warp, with 4 warps for four; a ring of one tile is no ring.
+TEST(Lowering, AttentionRingFitsTheSharedMemoryBudget) {
+  auto g = testing::PresetGraph("4b");
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto ring = [&](std::vector<std::pair<std::string, std::string>> vars) {
+    ::jllm::testing::ScopedEnv env(vars);
+    auto lg = LowerGraph(*g);
+    EXPECT_TRUE(lg.ok()) << lg.status();
+    std::set<std::pair<std::string, int64_t>> out;  // (JLLM_RING define, dynamic shared memory)
+    for (const Launch* l : DecodeLaunches(*lg)) {
+      if (l->kind != LaunchKind::kAttentionDecode) continue;
+      const KernelSpec& s = lg->specs[l->spec];
+      for (absl::string_view d : absl::StrSplit(s.defines, ' ')) {
+        if (absl::StartsWith(d, "JLLM_RING=")) out.insert({std::string(d), s.smem});
+      }
+    }
+    return out;
+  };
+  using Rings = std::set<std::pair<std::string, int64_t>>;
+  EXPECT_EQ(ring({{"JLLM_ATTN_RING", "2"}}), (Rings{{"JLLM_RING=2", 2 * 8 * 8192}}));
+  EXPECT_EQ(ring({{"JLLM_ATTN_RING", "3"}}), (Rings{{"JLLM_RING=2", 2 * 8 * 8192}}));
+  EXPECT_EQ(ring({{"JLLM_ATTN_RING", "3"}, {"JLLM_ATTN_NW", "4"}}), (Rings{{"JLLM_RING=3", 3 * 4 * 8192}}));
+  EXPECT_EQ(ring({{"JLLM_ATTN_RING", "8"}}), (Rings{{"JLLM_RING=2", 2 * 8 * 8192}}));
+  EXPECT_EQ(ring({{"JLLM_ATTN_RING", "8"}, {"JLLM_ATTN_NW", "4"}}), (Rings{{"JLLM_RING=4", 4 * 4 * 8192}}));
+  EXPECT_EQ(ring({{"JLLM_ATTN_RING", "1"}}), (Rings{{"JLLM_RING=0", 0}}));
+  EXPECT_EQ(ring({{"JLLM_ATTN_RING", "0"}}), (Rings{{"JLLM_RING=0", 0}}));
 }
 
 // JLLM_GEMV_GRID caps every decode GEMV's CTAs (0, the default: one an item, as many as fit the

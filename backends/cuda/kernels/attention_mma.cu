@@ -7,14 +7,17 @@
 //
 //   S = Q · K^T   rows the G heads (rows G..15 zero), columns 8 positions per MMA, k the head
 //                 dimensions. The dot product does not care in which order the dimensions are
-//                 summed, so k step s takes dimensions 32t + 4s .. + 3 for lane t's fragment
-//                 elements: a lane reads one cache row's 32 contiguous halves (4 loads of 16
-//                 bytes) per 8 positions, as the B fragments need them, and holds q's matching
-//                 32 as f16 hi + lo (q = hi + lo to ~22 bits: two MMAs, as the prefill GEMM).
+//                 summed, so k steps 2i and 2i + 1 take dimensions 8(4i + t) .. + 7 for lane
+//                 t's fragment elements: a lane reads D / 32 pieces of 16 bytes of one cache
+//                 row per 8 positions, as the B fragments need them, the four lanes of a row
+//                 reading 64 contiguous bytes per piece (whole 32-byte sectors), and holds q's
+//                 matching dimensions as f16 hi + lo (q = hi + lo to ~22 bits: two MMAs, as
+//                 the prefill GEMM).
 //   O = P · V     rows the heads again, k the tile's 16 positions (P from S's accumulators,
 //                 which already sit as P's A fragment), columns the dimensions: n tile j column
-//                 g is dimension (D / 8) g + j, so a lane reads D / 8 contiguous halves of 4
-//                 rows and pairs them across rows (two rows' halves in one register) for its B
+//                 n is dimension 64(j / 8) + 8n + j % 8, so a lane reads D / 64 pieces of 16
+//                 bytes of 4 rows (the 8 lanes of a row: 128 contiguous bytes per piece) and
+//                 pairs them across rows (two rows' halves in one register) for its B
 //                 fragments. P is split hi + lo too; V is exact.
 //
 // The online softmax runs per head on S's accumulators (a head's 16 scores of a tile lie in the
@@ -26,8 +29,15 @@
 // q — so the cache's first round trip overlaps head_ops instead of following it (SplitOfStep
 // says why the rest of the cache and the position may be read early).
 //
+// JLLM_RING n >= 2: tiles pass through a ring of n tiles per warp in shared memory, filled by
+// cp.async n - 1 tiles ahead of the one computed, so a warp has up to n tiles of the cache in
+// flight instead of one (at long context the kernel waited on each tile's round trip: ncu at
+// 8k, docs/PERF.md). Each lane copies exactly the 16-byte pieces it reads itself, into its own
+// column of the slot (piece-major, lane-minor: conflict-free), so a lane waits for its own
+// copies only and no warp barrier is needed. RING 0: each tile is loaded into registers.
+//
 // Constants (-D): JLLM_D (64 or 128), JLLM_H, JLLM_HK, JLLM_NSPLIT, JLLM_MINCHUNK, JLLM_NW,
-// JLLM_EARLY.
+// JLLM_EARLY, JLLM_RING.
 #include "attention_merge.cuh"
 #include "kernel_args.h"
 #include "kv_cache.cuh"
@@ -46,19 +56,25 @@ constexpr int kSplits = JLLM_NSPLIT;
 constexpr int kMinChunk = JLLM_MINCHUNK;
 constexpr int kNw = JLLM_NW;
 constexpr bool kEarly = JLLM_EARLY;
+constexpr int kRing = JLLM_RING;
 constexpr int kThreads = 32 * kNw;
 constexpr int kTile = 16;            // positions per warp step: one MMA k step of P · V
 constexpr int kKSteps = kD / 16;     // of S = Q · K^T
-constexpr int kQWords = kD / 8;      // f16 pairs of q per lane (dimensions 32t.. for D = 128)
-constexpr int kKLoads = kD / 32;     // 16-byte loads of a K row's lane share (D / 4 halves)
+constexpr int kQWords = kD / 8;      // f16 pairs of q per lane (D / 4 dimensions)
+constexpr int kKLoads = kD / 32;     // 16-byte pieces of a K row's lane share (D / 4 halves)
 constexpr int kNTiles = kD / 8;      // of O = P · V
-constexpr int kVLoads = kD / 64;     // 16-byte loads of a V row's lane share (D / 8 halves)
+constexpr int kVLoads = kD / 64;     // 16-byte pieces of a V row's lane share (D / 8 halves)
+// A lane's pieces of a tile: K's (n tile c, piece i) at c·kKLoads + i, then V's (row r of the
+// four, piece i) at 2·kKLoads + r·kVLoads + i.
+constexpr int kPieces = 2 * kKLoads + 4 * kVLoads;
 using Merge = AttentionMerge<kG, kD, kSplits, kThreads>;
 
 static_assert(kH % kHk == 0, "GQA: H a multiple of Hkv");
 static_assert(geo::AttentionMmaSupported(kG, kD), "G <= 8 heads (MMA rows), D 64 or 128");
 static_assert(kMinChunk >= 1, "MINCHUNK >= 1");
 static_assert(geo::AttentionRowsSmemBytes(kG, kD, kNw) <= geo::kAttnRowsSmemMax, "the warps' merge fits");
+static_assert(kRing == 0 || (kRing >= 2 && kRing <= 8), "RING 0 (registers) or 2..8 tiles");
+static_assert(kPieces * 32 * 16 == geo::AttentionMmaTileBytes(kD), "launch_geometry.h sizes a ring slot as this");
 
 __device__ __forceinline__ jllm_u32 PackHalves(jllm_u16 lo, jllm_u16 hi) { return jllm_u32{lo} | (jllm_u32{hi} << 16); }
 
@@ -75,6 +91,10 @@ JLLM_KERNEL(attention_mma, jllm::cuda::AttentionArgs, kThreads, 1) {
   __shared__ float accs[kNw][kG][kD];
   __shared__ float maxs[kNw][kG], sums[kNw][kG];
   __shared__ Merge::Smem merge;
+  static_assert(sizeof(accs) + sizeof(maxs) + sizeof(sums) + sizeof(merge) ==
+                    geo::AttentionMmaStaticSmemBytes(kG, kD, kNw, kSplits),
+                "launch_geometry.h counts the static shared memory the lowering adds the ring to");
+  JLLM_DYNAMIC_SMEM(uint4, ring_area);  // RING > 0: kNw rings of kRing slots of kPieces x 32 pieces
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int g = lane >> 2, t = lane & 3;
   const int hk = blockIdx.x, split = blockIdx.y;
@@ -87,75 +107,140 @@ JLLM_KERNEL(attention_mma, jllm::cuda::AttentionArgs, kThreads, 1) {
   if (split < active) {
     const jllm_u16* kc = static_cast<const jllm_u16*>(args.k_cache) + static_cast<long long>(hk) * args.max_ctx * kD;
     const jllm_u16* vc = static_cast<const jllm_u16*>(args.v_cache) + static_cast<long long>(hk) * args.max_ctx * kD;
-    // The tile at base into kr, vr — K: n tile c's position base + 8c + g, this lane's kD / 4
-    // halves; V: rows 2t, 2t + 1, 2t + 8, 2t + 9 of the tile, halves (D / 8) g .. — with zeros
-    // past the chunk (the cache beyond it may hold anything, and 0 · NaN is NaN). kAll: every
-    // position; kOld: all but the newest (zero there; before the grid dependency); kNew: only
-    // the newest, over what kOld left (after it).
+    // Piece n of this lane for the tile at base: its cache position and address — K: n tile c's
+    // position base + 8c + g, dimensions 8(4i + t)..; V: rows 2t, 2t + 1, 2t + 8, 2t + 9 of the
+    // tile, dimensions 64i + 8g...
+    auto piece_pos = [&](int base, int n) {
+      if (n < 2 * kKLoads) return base + 8 * (n / kKLoads) + g;
+      const int r = (n - 2 * kKLoads) / kVLoads;
+      return base + 2 * t + (r & 1) + 8 * (r >> 1);
+    };
+    auto piece_src = [&](int p, int n) {
+      if (n < 2 * kKLoads) return reinterpret_cast<const uint4*>(kc + static_cast<long long>(p) * kD + 8 * (4 * (n % kKLoads) + t));
+      return reinterpret_cast<const uint4*>(vc + static_cast<long long>(p) * kD + 64 * ((n - 2 * kKLoads) % kVLoads) + 8 * g);
+    };
+    // Which positions a load takes: kAll every one in the chunk; kOld all but the newest
+    // (before the grid dependency); kNew only the newest, over what kOld left (after it).
+    // Positions past the chunk read as zeros (the cache beyond it may hold anything, and 0 · NaN
+    // is NaN).
     enum Rows { kAll, kOld, kNew };
     const int p_new = sp.n_pos - 1;
-    uint4 kr[2][kKLoads], vr[4][kVLoads];
+    auto take = [&](int p, Rows rows) {
+      if (p >= p_end) return false;
+      return rows == kAll || (rows == kOld ? p != p_new : p == p_new);
+    };
+    uint4 tile[kPieces];  // the tile being computed
+    const int first = p_begin + kTile * warp;  // the warp's tiles: first + kTile·kNw·k
+    const int n_tiles = first < p_end ? (p_end - first + kTile * kNw - 1) / (kTile * kNw) : 0;
+    auto base_of = [&](int k) { return first + kTile * kNw * k; };
+    auto has_new = [&](int base) { return base <= p_new && p_new < base + kTile; };
+
+    // RING 0: a tile's pieces loaded into registers.
     auto load_tile = [&](int base, Rows rows) {
-      auto take = [&](int p) {
-        if (p >= p_end) return false;
-        return rows == kAll || (rows == kOld ? p != p_new : p == p_new);
-      };
 #pragma unroll
-      for (int c = 0; c < 2; ++c) {
-        const int p = base + 8 * c + g;
-#pragma unroll
-        for (int i = 0; i < kKLoads; ++i) {
-          if (rows == kNew && !take(p)) continue;
-          kr[c][i] = take(p) ? reinterpret_cast<const uint4*>(kc + static_cast<long long>(p) * kD + (kD / 4) * t)[i]
-                             : make_uint4(0, 0, 0, 0);
-        }
-      }
-#pragma unroll
-      for (int r = 0; r < 4; ++r) {
-        const int p = base + 2 * t + (r & 1) + 8 * (r >> 1);
-#pragma unroll
-        for (int i = 0; i < kVLoads; ++i) {
-          if (rows == kNew && !take(p)) continue;
-          vr[r][i] = take(p) ? reinterpret_cast<const uint4*>(vc + static_cast<long long>(p) * kD + (kD / 8) * g)[i]
-                             : make_uint4(0, 0, 0, 0);
-        }
+      for (int n = 0; n < kPieces; ++n) {
+        const int p = piece_pos(base, n);
+        if (rows == kNew && !take(p, kNew)) continue;
+        tile[n] = take(p, rows) ? *piece_src(p, n) : make_uint4(0, 0, 0, 0);
       }
     };
-    const int first = p_begin + kTile * warp;  // the warp's first tile
-    if constexpr (kEarly) {
-      if (first < p_end) load_tile(first, kOld);
+    // RING > 0: tile k into slot k mod RING, as one commit group (empty past the warp's tiles, so
+    // that the group of tile k is always the k-th of the loop below). `ring` is this lane's
+    // column of the warp's ring.
+    uint4* ring = ring_area + static_cast<long long>(warp) * kRing * kPieces * 32 + lane;
+    auto slot_piece = [&](int k, int n) { return ring + ((k % (kRing > 0 ? kRing : 1)) * kPieces + n) * 32; };
+    auto issue = [&](int k, Rows rows) {
+      if (k < n_tiles) {
+        const int base = base_of(k);
+#pragma unroll
+        for (int n = 0; n < kPieces; ++n) {
+          const int p = piece_pos(base, n);
+          if (take(p, rows)) jllm_cp_async16(slot_piece(k, n), piece_src(p, n));
+        }
+      }
+      jllm_cp_async_commit();
+    };
+    auto read_tile = [&](int k) {
+      const int base = base_of(k);
+#pragma unroll
+      for (int n = 0; n < kPieces; ++n) {
+        tile[n] = piece_pos(base, n) < p_end ? jllm_load_shared16(slot_piece(k, n)) : make_uint4(0, 0, 0, 0);
+      }
+    };
+
+    if constexpr (kRing > 0) {
+      // Groups: tiles 0 .. RING - 2 (before the grid dependency with EARLY: all but the newest
+      // position), then one for the newest position's pieces of those tiles, then tile k +
+      // RING - 1 in loop step k.
+#pragma unroll
+      for (int k = 0; k < kRing - 1; ++k) issue(k, kEarly ? kOld : kAll);
+      if constexpr (kEarly) {
+        JLLM_GRID_WAIT();  // q and the newest cache row come from head_ops
+        JLLM_LAUNCH_DEPENDENTS();
+#pragma unroll
+        for (int k = 0; k < kRing - 1; ++k) {
+          if (k < n_tiles && has_new(base_of(k))) {
+#pragma unroll
+            for (int n = 0; n < kPieces; ++n) {
+              const int p = piece_pos(base_of(k), n);
+              if (take(p, kNew)) jllm_cp_async16(slot_piece(k, n), piece_src(p, n));
+            }
+          }
+        }
+      }
+      jllm_cp_async_commit();
+    } else if constexpr (kEarly) {
+      if (n_tiles > 0) load_tile(first, kOld);
       JLLM_GRID_WAIT();  // q and the newest cache row come from head_ops
       JLLM_LAUNCH_DEPENDENTS();
-      if (first < p_end) load_tile(first, kNew);
+      if (n_tiles > 0) load_tile(first, kNew);
     }
-    // q of head g (zero past G), dimensions [kD / 4 · t, + kD / 4), as A fragments hi + lo.
+    // q of head g (zero past G) as A fragments hi + lo: k steps 2i, 2i + 1 take dimensions
+    // 8(4i + t) .. + 3 and + 4 .. + 7, as the K pieces hold them.
     jllm_u32 q_hi[kQWords], q_lo[kQWords];
     {
-      const float* q = args.q + (hk * kG + g) * kD + (kD / 4) * t;
+      const float* q = args.q + (hk * kG + g) * kD;
 #pragma unroll
-      for (int w = 0; w < kQWords; w += 2) {
-        const float4 v = g < kG ? *reinterpret_cast<const float4*>(q + 2 * w) : make_float4(0.f, 0.f, 0.f, 0.f);
-        SplitPair(v.x, v.y, q_hi[w], q_lo[w]);
-        SplitPair(v.z, v.w, q_hi[w + 1], q_lo[w + 1]);
+      for (int k = 0; k < kKSteps; ++k) {
+        const int d = 8 * (4 * (k >> 1) + t) + 4 * (k & 1);
+        const float4 v = g < kG ? *reinterpret_cast<const float4*>(q + d) : make_float4(0.f, 0.f, 0.f, 0.f);
+        SplitPair(v.x, v.y, q_hi[2 * k], q_lo[2 * k]);
+        SplitPair(v.z, v.w, q_hi[2 * k + 1], q_lo[2 * k + 1]);
       }
     }
     float m = JLLM_NEG_INF, l = 0.f;  // head g's, identical in the 4 lanes of g
-    float o[kNTiles][4];              // O's accumulators; [j][0..1]: head g, dimensions (D/8)·2t + j, + D/8
+    float o[kNTiles][4];              // O's accumulators; [j][0..1]: head g, n tile j columns 2t, 2t + 1
 #pragma unroll
     for (int j = 0; j < kNTiles; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
-    for (int base = first; base < p_end; base += kTile * kNw) {
-      if (!kEarly || base != first) load_tile(base, kAll);
+    for (int k = 0; k < n_tiles; ++k) {
+      const int base = base_of(k);
+      if constexpr (kRing > 0) {
+        // Group accounting (this lane's): before the issue below, RING + k groups are
+        // committed; tile k's is the k-th (k < RING - 1) or the (k + 1)-th, the newest
+        // position's the (RING - 1)-th.
+        issue(k + kRing - 1, kAll);  // into the slot of tile k - 1, which this lane has read
+        if (kEarly && k < kRing - 1 && has_new(base)) {
+          jllm_cp_async_wait<1>();  // up to the newest position's group
+        } else if (k < kRing - 1) {
+          jllm_cp_async_wait<kRing>();
+        } else {
+          jllm_cp_async_wait<kRing - 1>();
+        }
+        read_tile(k);
+      } else if (!kEarly || k > 0) {
+        load_tile(base, kAll);
+      }
       // S = Q · K^T for the tile's two n tiles of 8 positions.
       float s[2][4];
 #pragma unroll
       for (int c = 0; c < 2; ++c) {
         s[c][0] = s[c][1] = s[c][2] = s[c][3] = 0.f;
-        const jllm_u32* kw = reinterpret_cast<const jllm_u32*>(kr[c]);
+        const jllm_u32* kw = reinterpret_cast<const jllm_u32*>(tile + c * kKLoads);
 #pragma unroll
-        for (int k = 0; k < kKSteps; ++k) {
-          const jllm_u32 b[2] = {kw[2 * k], kw[2 * k + 1]};
-          const jllm_u32 a_hi[4] = {q_hi[2 * k], 0u, q_hi[2 * k + 1], 0u};
-          const jllm_u32 a_lo[4] = {q_lo[2 * k], 0u, q_lo[2 * k + 1], 0u};
+        for (int ks = 0; ks < kKSteps; ++ks) {
+          const jllm_u32 b[2] = {kw[2 * ks], kw[2 * ks + 1]};
+          const jllm_u32 a_hi[4] = {q_hi[2 * ks], 0u, q_hi[2 * ks + 1], 0u};
+          const jllm_u32 a_lo[4] = {q_lo[2 * ks], 0u, q_lo[2 * ks + 1], 0u};
           jllm_mma_f16_16x8x16(s[c], a_hi, b);
           jllm_mma_f16_16x8x16(s[c], a_lo, b);
         }
@@ -190,11 +275,12 @@ JLLM_KERNEL(attention_mma, jllm::cuda::AttentionArgs, kThreads, 1) {
       jllm_u32 p_hi[4] = {0u, 0u, 0u, 0u}, p_lo[4] = {0u, 0u, 0u, 0u};
       SplitPair(pr[0], pr[1], p_hi[0], p_lo[0]);
       SplitPair(pr[2], pr[3], p_hi[2], p_lo[2]);
-      const jllm_u32* vw[4] = {reinterpret_cast<const jllm_u32*>(vr[0]), reinterpret_cast<const jllm_u32*>(vr[1]),
-                               reinterpret_cast<const jllm_u32*>(vr[2]), reinterpret_cast<const jllm_u32*>(vr[3])};
+      const jllm_u32* vw[4];
+#pragma unroll
+      for (int r = 0; r < 4; ++r) vw[r] = reinterpret_cast<const jllm_u32*>(tile + 2 * kKLoads + r * kVLoads);
 #pragma unroll
       for (int j = 0; j < kNTiles; ++j) {
-        // Column g of n tile j is dimension (D / 8) g + j: half j of this lane's share of a row.
+        // Column g of n tile j is dimension 64(j / 8) + 8g + j % 8: half j of this lane's pieces.
         const int w = j >> 1;
         const bool odd = j & 1;
         auto pair = [&](const jllm_u32* r0, const jllm_u32* r1) {
@@ -207,13 +293,14 @@ JLLM_KERNEL(attention_mma, jllm::cuda::AttentionArgs, kThreads, 1) {
         jllm_mma_f16_16x8x16(o[j], p_lo, b);
       }
     }
-    // The warp's (max, sum, acc) to shared memory: lane (g, t) holds head g's dimensions
-    // (D / 8)(2t) + j and (D / 8)(2t + 1) + j of every n tile j.
+    // The warp's (max, sum, acc) to shared memory: lane (g, t) holds head g's columns 2t and
+    // 2t + 1 of every n tile j, dimensions 64(j / 8) + 16t + j % 8 and that + 8.
     if (g < kG) {
 #pragma unroll
       for (int j = 0; j < kNTiles; ++j) {
-        accs[warp][g][(kD / 8) * (2 * t) + j] = o[j][0];
-        accs[warp][g][(kD / 8) * (2 * t + 1) + j] = o[j][1];
+        const int d = 64 * (j >> 3) + 16 * t + (j & 7);
+        accs[warp][g][d] = o[j][0];
+        accs[warp][g][d + 8] = o[j][1];
       }
       if (t == 0) maxs[warp][g] = m, sums[warp][g] = l;
     }

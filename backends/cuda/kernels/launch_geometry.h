@@ -105,6 +105,18 @@ inline constexpr int kAttnRowsSmemMax = 40 * 1024;  // static shared memory, und
 // attention_mma.cu (f16 caches): the G heads are the rows of an m16n8k16 MMA whose upper 8 rows
 // stay zero, and a lane's fragments cover D / 4 contiguous dimensions of a K row (D 64 or 128).
 constexpr bool AttentionMmaSupported(int g, int head_dim) { return g <= 8 && (head_dim == 64 || head_dim == 128); }
+// Its static shared memory — the warps' [NW][G][D] acc, [NW][G] max and sum, the merge's [G][NSPLIT]
+// weights and sums, [G] inverse sums and a ticket — and with JLLM_RING a dynamic ring of RING
+// tiles (16 positions of K and V) per warp, the whole within what one CTA may take on sm_80 and
+// sm_87 (163 KiB; sm_90 allows 227).
+constexpr int AttentionMmaStaticSmemBytes(int g, int head_dim, int warps, int splits) {
+  return 4 * (warps * g * head_dim + 2 * warps * g + 2 * g * splits + g + 1);
+}
+constexpr int AttentionMmaTileBytes(int head_dim) { return 2 * 16 * head_dim * 2; }
+constexpr int AttentionMmaRingBytes(int head_dim, int warps, int ring) {
+  return warps * ring * AttentionMmaTileBytes(head_dim);
+}
+inline constexpr int kAttnMmaSmemMax = 163 * 1024;
 
 // attention_prefill.cu: the CTA's query rows (QT tokens x G heads) plus a K and a V tile of
 // 32 positions, all f32, K/V rows padded by one float (conflict-free column reads).

@@ -47,7 +47,7 @@ static_assert(static_cast<int>(ir::KvDType::kF16) == 0 && static_cast<int>(ir::K
 // JLLM_GEMV_X (lowering.h), JLLM_GEMV_RING (0 = registers), JLLM_GEMV_BULK, JLLM_GEMV_SPREAD,
 // JLLM_GEMV_LATE_NORM, JLLM_GEMV_PAIRS, JLLM_GEMV_PAIRS_MIN_MIB;
 // JLLM_GEMM_MMA, JLLM_PREFETCH (lowering.h), JLLM_GEMM_BN, JLLM_GEMM_BM, JLLM_GEMM_XSPLIT,
-// JLLM_GEMM_MINB, JLLM_GEMM_PAIR; JLLM_ATTN_SPLITS, JLLM_ATTN_MINCHUNK, JLLM_ATTN_NW (decode
+// JLLM_GEMM_MINB, JLLM_GEMM_PAIR; JLLM_ATTN_SPLITS, JLLM_ATTN_MINCHUNK, JLLM_ATTN_NW, JLLM_ATTN_RING (decode
 // attention). A value that cannot be used is ignored with a warning.
 // GEMV (docs/PERF.md, "GEMV v3", "int16 activations", "shared-memory ring"): two rows (or the
 // same rows of gate and up) per warp item, their 16-byte steps staged through a ring of RING
@@ -132,6 +132,10 @@ constexpr int kAttnKernel = 3;
 // head_ops appends, after it; H200 4b tg128 +2.2 %, @ d8192 ±0; docs/PERF.md) or after it (0).
 // JLLM_ATTN_EARLY.
 constexpr int kAttnEarly = 1;
+// attention_mma.cu streams the cache through a per-warp shared-memory ring of this many tiles
+// (JLLM_ATTN_RING; 0: one tile at a time in registers), fewer where the CTA's shared memory
+// would pass geometry::kAttnMmaSmemMax (below 2: registers).
+constexpr int kAttnRing = 0;
 constexpr int kAttnSplits = 32;
 constexpr int kAttnMinChunk = 64;  // positions: fewer, fuller splits at short context
 constexpr int kAttnDecodeWarps = 4;
@@ -829,6 +833,7 @@ class Lowerer {
     std::string kernel = "attention_decode";
     std::vector<std::string> defines = {D("JLLM_D", a.head_dim), D("JLLM_H", a.n_head), D("JLLM_HK", a.n_head_kv)};
     int64_t splits = 0, nw = 0;
+    int ring = 0;  // attention_mma.cu's tiles per warp ring
     if (head == nullptr && (mma || AttentionKernel() >= 2) && geo::AttentionRowsSupported(static_cast<int>(a.head_dim))) {
       kernel = mma ? "attention_mma" : "attention_rows";
       splits = std::clamp<int64_t>(TuningOverride("JLLM_ATTN_SPLITS", kAttnRowsSplits), 1, 256);
@@ -845,7 +850,18 @@ class Lowerer {
       // A split is at least a tile per warp: 32 positions (rows), 16 (mma).
       defines.push_back(D("JLLM_MINCHUNK", TuningOverride("JLLM_ATTN_MINCHUNK", (mma ? 16 : 32) * nw)));
       if (!mma) defines.push_back(D("JLLM_KV", static_cast<int>(kv)));
-      if (mma) defines.push_back(D("JLLM_EARLY", TuningOverride("JLLM_ATTN_EARLY", kAttnEarly, /*min=*/0, /*max=*/1)));
+      if (mma) {
+        defines.push_back(D("JLLM_EARLY", TuningOverride("JLLM_ATTN_EARLY", kAttnEarly, /*min=*/0, /*max=*/1)));
+        const int fixed = geo::AttentionMmaStaticSmemBytes(static_cast<int>(g), static_cast<int>(a.head_dim),
+                                                           static_cast<int>(nw), static_cast<int>(splits));
+        ring = static_cast<int>(TuningOverride("JLLM_ATTN_RING", kAttnRing, /*min=*/0, /*max=*/8));
+        while (ring >= 2 && fixed + geo::AttentionMmaRingBytes(static_cast<int>(a.head_dim), static_cast<int>(nw),
+                                                               ring) > geo::kAttnMmaSmemMax) {
+          --ring;
+        }
+        if (ring < 2) ring = 0;
+        defines.push_back(D("JLLM_RING", ring));
+      }
     } else {
       splits = std::clamp<int64_t>(TuningOverride("JLLM_ATTN_SPLITS", kAttnSplits), 1, 256);
       nw = std::clamp<int64_t>(TuningOverride("JLLM_ATTN_NW", kAttnDecodeWarps), 1, 32);
@@ -861,6 +877,7 @@ class Lowerer {
                           defines, 32 * static_cast<int>(nw));
       s.grid_x = a.n_head_kv;
       s.grid_y = static_cast<int>(splits);
+      s.smem = geo::AttentionMmaRingBytes(static_cast<int>(a.head_dim), static_cast<int>(nw), ring);
       s.bytes_per_token = 2 * a.n_head * a.head_dim * 4;
       s.kv_bytes_per_position = 2 * a.n_head_kv * kv_row;
       Launch l;
