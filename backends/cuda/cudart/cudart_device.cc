@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <string_view>
 #include <thread>
@@ -138,6 +139,17 @@ absl::StatusOr<KernelHandle> CudartDevice::LoadKernel(const KernelSpec& spec, st
         cudaKernelSetAttributeForDevice(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         static_cast<int>(spec.smem), ordinal_),
         absl::StrCat("raising the shared memory limit of ", spec.label));
+  }
+  // JLLM_KERNEL_INFO=1: each kernel's registers, spills (local memory) and shared memory as
+  // this GPU's driver loaded it — register budgets differ between the NVRTC here and a local
+  // nvcc (docs/PERF.md), so this is where a kernel change's budget is read.
+  if (const char* info = std::getenv("JLLM_KERNEL_INFO"); info != nullptr && std::string_view(info) == "1") {
+    cudaFuncAttributes a{};
+    if (cudaFuncGetAttributes(&a, reinterpret_cast<const void*>(kernel)) == cudaSuccess) {
+      std::fprintf(stderr, "jllm: kernel %s: %d registers, %zu bytes local, %zu + %lld bytes shared, %d threads\n",
+                   spec.label.c_str(), a.numRegs, a.localSizeBytes, a.sharedSizeBytes,
+                   static_cast<long long>(spec.smem), static_cast<int>(spec.threads));
+    }
   }
   kernels_.push_back({std::move(library), kernel, spec.label});
   return static_cast<KernelHandle>(kernels_.size() - 1);
