@@ -15,8 +15,9 @@
 //           then u32 n and n × (name, u64 offset, u64 nbytes, u64 XXH3-64) (runtime/tensor_hash.h)
 //   optional sections     after those, any number of (4-byte tag, u64 size, body), each tag at
 //                         most once; a reader keeps them all and uses the ones it knows:
-//     KSPC  the CUDA backend's kernel specs (backends/cuda/lowering/kernel_plan_io.h)
-//     CUBN  CUBINs compiled ahead of time, per GPU architecture (jllm-compile --arch)
+//     KSPC  the CUDA backend's kernel specs as lowered for sm_90 (backends/cuda/lowering/kernel_plan_io.h)
+//     CUBN  CUBINs compiled ahead of time, per GPU architecture (jllm-compile --arch), each from
+//           the specs lowered for that architecture's shared memory (lowering_target.h)
 //     TUNE  per-shape GEMV knobs measured on a GPU (jllm-compile --tune or --tuning FILE; YAML,
 //           backends/cuda/lowering/tuning.h): KSPC and CUBN are lowered with them
 //   u64 checksum          StableHash64 of every byte before it

@@ -156,6 +156,11 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "jllm-compile: tuning the decode GEMVs on %s\n", (*timer)->device().c_str());
     jllm::cuda::GemvTuneOptions to;
     to.max_shapes = static_cast<int>(tune_shapes);
+    // The identity names the GPU's architecture ("NVIDIA H200 (sm_90, 132 SMs)"): the search
+    // lowers its candidates for that GPU's shared memory, as the backend it times does.
+    if (const size_t at = (*timer)->device().find("(sm_"); at != std::string::npos) {
+      to.target = jllm::cuda::TargetForArch(std::string_view((*timer)->device()).substr(at + 1));
+    }
     to.progress = [](const std::string& line) { std::fprintf(stderr, "jllm-compile: tune: %s\n", line.c_str()); };
     auto result = jllm::cuda::TuneDecodeGemvs(plan.graph, (*timer)->device(), std::ref(**timer), to);
     if (!result.ok()) return Fail(result.status());
@@ -177,12 +182,20 @@ int Main(int argc, char** argv) {
     if (!arch_list.empty() || !tuning.empty()) return Fail(lowered.status());
   }
   if (!arch_list.empty()) {
-    std::vector<std::string> archs;
-    for (absl::string_view a : absl::StrSplit(arch_list, ',', absl::SkipEmpty())) archs.emplace_back(a);
+    // Each architecture's kernels as the backend will lower them there: rings and tiles fit its
+    // shared memory (lowering_target.h), so an sm_86 plan's kernels differ from an sm_90 one's.
+    std::map<std::string, std::vector<jllm::cuda::KernelSpec>> specs_by_arch;
+    for (absl::string_view a : absl::StrSplit(arch_list, ',', absl::SkipEmpty())) {
+      auto for_arch = jllm::cuda::LowerGraph(plan.graph, &tuning, jllm::cuda::TargetForArch(std::string_view(a.data(), a.size())));
+      if (!for_arch.ok()) {
+        return Fail(absl::Status(for_arch.status().code(), absl::StrCat("--arch ", a, ": ", for_arch.status().message())));
+      }
+      specs_by_arch[std::string(a)] = std::move(for_arch->specs);
+    }
 #if JLLM_HAVE_NVRTC
     const auto aot_start = Clock::now();
     const bool tty = isatty(STDERR_FILENO);
-    auto cubins = jllm::cuda::CompileAheadOfTime(lowered->specs, archs, [tty](size_t done, size_t total) {
+    auto cubins = jllm::cuda::CompileAheadOfTime(specs_by_arch, [tty](size_t done, size_t total) {
       if (!tty) return;  // progress only on a terminal
       std::fprintf(stderr, "\rjllm-compile: compiling kernels %zu/%zu", done, total);
       if (done == total) std::fprintf(stderr, "\n");

@@ -164,6 +164,37 @@ TEST(EmuModelTest, OmittedKernelsAreLeftOutOfTheStep) {
   EXPECT_NE(omitted.second, full.second);
 }
 
+// On a GPU whose CTAs may take 99 KiB of shared memory (sm_86, sm_89), lowered as on sm_90 the
+// tiny model's gate+up GEMV (112 KiB) and its logits' prefill GEMM (100 KiB) would not load: the
+// backend lowers for the device it runs on, whose shallower ring and narrower token tiles change
+// no sum's order, so prefill and decode logits equal those of the 227 KiB device bit for bit.
+TEST(EmuModelTest, RunsWithinTheSharedMemoryOfA99KiBGpu) {
+  const ir::Graph graph = Lowered(true);
+  BlobWeightSource weights(Blob());
+  const std::vector<int32_t> prompt = {72, 101, 108, 108, 111};
+  auto run = [&](int64_t smem) -> absl::StatusOr<std::pair<std::vector<float>, std::vector<float>>> {
+    EmuOptions eo;
+    eo.shared_per_block_optin = smem;
+    auto gpu = CreateCudaBackendOn(std::make_unique<EmuDevice>(eo), {});
+    BackendOptions bo;
+    bo.max_context = 16;
+    bo.max_step_tokens = 8;
+    bo.n_threads = 2;
+    RETURN_IF_ERROR(gpu->Load(graph, weights, bo));
+    std::vector<float> prefill, decode;
+    RETURN_IF_ERROR(gpu->Forward(prompt, 0, LogitsRows::kLast, &prefill));
+    RETURN_IF_ERROR(gpu->Forward(std::vector<int32_t>{44}, 5, LogitsRows::kLast, &decode));
+    return std::make_pair(prefill, decode);
+  };
+  auto wide = run(kSmemPerBlockSm90);
+  ASSERT_TRUE(wide.ok()) << wide.status();
+  auto narrow = run(kSmemPerBlockSm86);
+  ASSERT_TRUE(narrow.ok()) << narrow.status();
+  ASSERT_EQ(narrow->first.size(), static_cast<size_t>(graph.config.n_vocab));
+  EXPECT_EQ(narrow->first, wide->first);
+  EXPECT_EQ(narrow->second, wide->second);
+}
+
 // A tuning table (CudaBackendOptions::tuning, from the plan's TUNE section) reaches the
 // lowering at load: the down projections of the tiny model split in two along K and read through
 // registers compute the same decode logits as the built-in choices, up to the order of the sums

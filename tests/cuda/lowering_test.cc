@@ -12,7 +12,9 @@
 #include "absl/strings/str_split.h"
 #include "backends/cuda/device_layout.h"
 #include "backends/cuda/exec/memory_plan.h"
+#include "backends/cuda/kernels/launch_geometry.h"
 #include "backends/cuda/lowering/lowering.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/cuda/kernel_variants.h"
 #include "tests/cuda/preset_graph.h"
@@ -184,16 +186,16 @@ TEST(Lowering, DecodeAttentionKernelBySwitch) {
   }
 }
 
-// JLLM_ATTN_RING: attention_mma.cu's per-warp ring of tiles, as deep as asked while the CTA's
-// shared memory stays within geometry::kAttnMmaSmemMax (163 KiB). 4b (G 4, head_dim 128, 16
-// splits): with 8 warps the static 17,172 bytes leave room for rings of two tiles (8 KiB each) a
-// warp, with 4 warps for four; a ring of one tile is no ring.
-TEST(Lowering, AttentionRingFitsTheSharedMemoryBudget) {
+// JLLM_ATTN_RING: attention_mma.cu's per-warp ring of tiles (8 KiB each for head_dim 128), as deep
+// as asked while the CTA's shared memory fits the target GPU's. 4b (G 4, head_dim 128, 16
+// splits): the static 17,172 bytes (8,852 with 4 warps) and rings of 8 warps fit three tiles a
+// warp in sm_90's 227 KiB, two in sm_80's 163, none in sm_86's 99; a ring of one tile is none.
+TEST(Lowering, AttentionRingFitsTheSharedMemoryOfTheTarget) {
   auto g = testing::PresetGraph("4b");
   ASSERT_TRUE(g.ok()) << g.status();
-  auto ring = [&](std::vector<std::pair<std::string, std::string>> vars) {
+  auto ring = [&](std::vector<std::pair<std::string, std::string>> vars, int64_t smem_per_block) {
     ::jllm::testing::ScopedEnv env(vars);
-    auto lg = LowerGraph(*g);
+    auto lg = LowerGraph(*g, nullptr, LoweringTarget{smem_per_block});
     EXPECT_TRUE(lg.ok()) << lg.status();
     std::set<std::pair<std::string, int64_t>> out;  // (JLLM_RING define, dynamic shared memory)
     for (const Launch* l : DecodeLaunches(*lg)) {
@@ -206,13 +208,70 @@ TEST(Lowering, AttentionRingFitsTheSharedMemoryBudget) {
     return out;
   };
   using Rings = std::set<std::pair<std::string, int64_t>>;
-  EXPECT_EQ(ring({{"JLLM_ATTN_RING", "2"}}), (Rings{{"JLLM_RING=2", 2 * 8 * 8192}}));
-  EXPECT_EQ(ring({{"JLLM_ATTN_RING", "3"}}), (Rings{{"JLLM_RING=2", 2 * 8 * 8192}}));
-  EXPECT_EQ(ring({{"JLLM_ATTN_RING", "3"}, {"JLLM_ATTN_NW", "4"}}), (Rings{{"JLLM_RING=3", 3 * 4 * 8192}}));
-  EXPECT_EQ(ring({{"JLLM_ATTN_RING", "8"}}), (Rings{{"JLLM_RING=2", 2 * 8 * 8192}}));
-  EXPECT_EQ(ring({{"JLLM_ATTN_RING", "8"}, {"JLLM_ATTN_NW", "4"}}), (Rings{{"JLLM_RING=4", 4 * 4 * 8192}}));
-  EXPECT_EQ(ring({{"JLLM_ATTN_RING", "1"}}), (Rings{{"JLLM_RING=0", 0}}));
-  EXPECT_EQ(ring({{"JLLM_ATTN_RING", "0"}}), (Rings{{"JLLM_RING=0", 0}}));
+  EXPECT_EQ(ring({{"JLLM_ATTN_RING", "2"}}, kSmemPerBlockSm90), (Rings{{"JLLM_RING=2", 2 * 8 * 8192}}));
+  EXPECT_EQ(ring({{"JLLM_ATTN_RING", "8"}}, kSmemPerBlockSm90), (Rings{{"JLLM_RING=3", 3 * 8 * 8192}}));
+  EXPECT_EQ(ring({{"JLLM_ATTN_RING", "8"}, {"JLLM_ATTN_NW", "4"}}, kSmemPerBlockSm90),
+            (Rings{{"JLLM_RING=6", 6 * 4 * 8192}}));
+  EXPECT_EQ(ring({{"JLLM_ATTN_RING", "3"}}, kSmemPerBlockSm80), (Rings{{"JLLM_RING=2", 2 * 8 * 8192}}));
+  EXPECT_EQ(ring({{"JLLM_ATTN_RING", "3"}, {"JLLM_ATTN_NW", "4"}}, kSmemPerBlockSm80),
+            (Rings{{"JLLM_RING=3", 3 * 4 * 8192}}));
+  EXPECT_EQ(ring({{"JLLM_ATTN_RING", "3"}}, kSmemPerBlockSm86), (Rings{{"JLLM_RING=0", 0}}));
+  EXPECT_EQ(ring({{"JLLM_ATTN_RING", "1"}}, kSmemPerBlockSm90), (Rings{{"JLLM_RING=0", 0}}));
+  EXPECT_EQ(ring({{"JLLM_ATTN_RING", "0"}}, kSmemPerBlockSm90), (Rings{{"JLLM_RING=0", 0}}));
+}
+
+// An architecture's shared memory per CTA (cudaDevAttrMaxSharedMemoryPerBlockOptin of its cards);
+// one not known, or a name that is not one, gets the smallest.
+TEST(LoweringTarget, SharedMemoryOfEachArchitecture) {
+  EXPECT_EQ(TargetForArch("sm_80").smem_per_block, 166912);
+  EXPECT_EQ(TargetForArch("sm_86").smem_per_block, 101376);
+  EXPECT_EQ(TargetForArch("sm_87").smem_per_block, 166912);
+  EXPECT_EQ(TargetForArch("sm_89").smem_per_block, 101376);
+  EXPECT_EQ(TargetForArch("sm_90").smem_per_block, 232448);
+  EXPECT_EQ(TargetForArch("sm_90a").smem_per_block, 232448);
+  EXPECT_EQ(TargetForArch("sm_90, 132 SMs)").smem_per_block, 232448);  // as a DeviceIdentity names it
+  EXPECT_EQ(TargetForArch("sm_120").smem_per_block, 101376);
+  EXPECT_EQ(TargetForArch("sm_9").smem_per_block, 101376);
+  EXPECT_EQ(TargetForArch("gfx90a").smem_per_block, 101376);
+  EXPECT_EQ(LoweringTarget{}.smem_per_block, TargetForArch("sm_90").smem_per_block);
+}
+
+// Every kernel of the reference presets fits the shared memory of the GPU it is lowered for, by
+// the lowering's own accounting (Nvrtc.EveryKernelFitsTheSharedMemoryOfItsTarget checks the
+// static part against ptxas): lowered for sm_90, 4b's gate+up GEMV takes 119 KiB, its logits GEMM
+// 100 KiB — neither loads on an sm_86 or sm_89 card (99 KiB), whose lowering shrinks rings and
+// token tiles instead; for sm_90 the target changes nothing.
+TEST(Lowering, EveryKernelFitsTheSharedMemoryOfTheTarget) {
+  for (const char* preset : {"0.6b", "4b", "14b"}) {
+    auto g = testing::PresetGraph(preset);
+    ASSERT_TRUE(g.ok()) << g.status();
+    auto by_default = LowerGraph(*g);
+    ASSERT_TRUE(by_default.ok()) << by_default.status();
+    int64_t default_max = 0;
+    for (const KernelSpec& s : by_default->specs) default_max = std::max(default_max, s.smem);
+    EXPECT_GT(default_max + geometry::kStaticSmemReserve, kSmemPerBlockSm86) << preset << ": nothing to shrink";
+    for (int64_t limit : {kSmemPerBlockSm86, kSmemPerBlockSm80, kSmemPerBlockSm90}) {
+      auto lg = LowerGraph(*g, nullptr, LoweringTarget{limit});
+      ASSERT_TRUE(lg.ok()) << preset << " " << limit << ": " << lg.status();
+      for (const KernelSpec& s : lg->specs) {
+        EXPECT_LE(s.smem + geometry::kStaticSmemReserve, limit) << preset << " " << s.label;
+      }
+      if (limit == kSmemPerBlockSm90) {
+        ASSERT_EQ(lg->specs.size(), by_default->specs.size());
+        for (size_t i = 0; i < lg->specs.size(); ++i) EXPECT_EQ(lg->specs[i].ModuleKey(), by_default->specs[i].ModuleKey());
+      }
+    }
+  }
+}
+
+// A kernel nothing can shrink enough is refused by the lowering, naming it and the GPU's limit.
+TEST(Lowering, KernelBeyondTheTargetsSharedMemoryIsRefusedByName) {
+  auto g = testing::PresetGraph("4b");
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto lg = LowerGraph(*g, nullptr, LoweringTarget{16 * 1024});
+  ASSERT_FALSE(lg.ok());
+  EXPECT_THAT(std::string(lg.status().message()), ::testing::HasSubstr("static ones; this GPU allows 16384"));
+  EXPECT_THAT(std::string(lg.status().message()), ::testing::HasSubstr("cuda: kernel "));
 }
 
 // JLLM_GEMV_GRID caps every decode GEMV's CTAs (0, the default: one an item, as many as fit the

@@ -1,6 +1,7 @@
 // NVRTC path without a GPU: the embedded sources, architecture checks, compile errors with
 // the NVRTC log, and every kernel spec of the reference models compiled for every target.
 #include <algorithm>
+#include <cctype>
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
@@ -12,6 +13,8 @@
 
 #include "backends/cuda/nvrtc/kernel_sources.h"
 #include "backends/cuda/nvrtc/nvrtc_compiler.h"
+#include "absl/strings/str_cat.h"
+#include "backends/cuda/kernels/launch_geometry.h"
 #include "backends/cuda/lowering/lowering.h"
 #include "frontends/gguf/gguf_file.h"
 #include "tests/cuda/kernel_variants.h"
@@ -97,23 +100,50 @@ TEST(Nvrtc, ReadBandwidthProbeCompiles) {
 // Jetson Orin (sm_87) first, then A100 (sm_80), the RTX 30 series (sm_86), RTX 40 / L4 (sm_89)
 // and H100 / H200 (sm_90). Specs are deduplicated across models; compiles run in parallel.
 // Compiles every spec for every architecture (in parallel) and expects a CUDA ELF from each.
-void CompileEverywhere(const std::vector<KernelSpec>& specs, const std::vector<std::string>& archs) {
-  std::vector<std::pair<const KernelSpec*, std::string>> jobs;
-  for (const KernelSpec& s : specs) {
-    for (const std::string& a : archs) jobs.emplace_back(&s, a);
-  }
+// The static shared memory ptxas reports for a kernel ("Used 90 registers, 8704 bytes smem, ..."; a
+// kernel without any has no "bytes smem"), or -1 without a report.
+int64_t StaticSmem(const std::string& log) {
+  if (log.find("ptxas info    : Used ") == std::string::npos) return -1;
+  const size_t at = log.find(" bytes smem");
+  if (at == std::string::npos) return 0;
+  size_t b = at;
+  while (b > 0 && std::isdigit(static_cast<unsigned char>(log[b - 1]))) --b;
+  return b == at ? -1 : std::stoll(log.substr(b, at - b));
+}
+
+// Compiles each (spec, arch) job with ptxas' report, expecting a CUDA ELF, and a CTA that fits the
+// architecture's shared memory: ptxas' static bytes plus the spec's dynamic ones (the lowering
+// counts the latter and, for the kernels it sizes rings and tiles of, reserves
+// kStaticSmemReserve for the former: checked here too).
+void CompileEverywhere(const std::vector<std::pair<KernelSpec, std::string>>& jobs) {
   std::vector<std::string> failures(jobs.size());
   std::atomic<size_t> next{0};
   auto worker = [&] {
     for (size_t i = next++; i < jobs.size(); i = next++) {
+      const auto& [spec, arch] = jobs[i];
       NvrtcOptions o;
-      o.arch = jobs[i].second;
-      o.defines = jobs[i].first->DefineList();
-      auto compiled = CompileKernel(jobs[i].first->source, o);
+      o.arch = arch;
+      o.defines = spec.DefineList();
+      o.ptxas_verbose = true;
+      auto compiled = CompileKernel(spec.source, o);
       if (!compiled.ok()) {
         failures[i] = std::string(compiled.status().message()).substr(0, 2000);
-      } else if (!LooksLikeCubin(compiled->cubin) || ElfMachine(compiled->cubin) != 190) {
+        continue;
+      }
+      if (!LooksLikeCubin(compiled->cubin) || ElfMachine(compiled->cubin) != 190) {
         failures[i] = "not a CUDA ELF";
+        continue;
+      }
+      const int64_t static_smem = StaticSmem(compiled->log);
+      const int64_t limit = TargetForArch(arch).smem_per_block;
+      const bool sized = spec.kernel == "gemv" || spec.kernel == "gemm" || spec.kernel == "gemm_f16";
+      if (static_smem < 0) {
+        failures[i] = "no ptxas report: " + compiled->log.substr(0, 500);
+      } else if (static_smem + spec.smem > limit) {
+        failures[i] = absl::StrCat(static_smem, " static + ", spec.smem, " dynamic bytes of shared memory > ", limit);
+      } else if (sized && static_smem > geometry::kStaticSmemReserve) {
+        failures[i] = absl::StrCat(static_smem, " static bytes of shared memory > the lowering's reserve of ",
+                                   geometry::kStaticSmemReserve);
       }
     }
   };
@@ -121,24 +151,19 @@ void CompileEverywhere(const std::vector<KernelSpec>& specs, const std::vector<s
   for (unsigned t = 0; t < std::max(2u, std::thread::hardware_concurrency()); ++t) threads.emplace_back(worker);
   for (auto& t : threads) t.join();
   for (size_t i = 0; i < jobs.size(); ++i) {
-    EXPECT_TRUE(failures[i].empty()) << jobs[i].first->label << " for " << jobs[i].second << ": " << failures[i];
+    EXPECT_TRUE(failures[i].empty()) << jobs[i].first.label << " for " << jobs[i].second << ": " << failures[i];
   }
-  std::cout << specs.size() << " specs x " << archs.size() << " architectures compiled\n";
+  std::cout << jobs.size() << " (spec, architecture) pairs compiled\n";
 }
 
+// Each reference model lowered for each architecture (its shared memory: lowering_target.h) — the
+// specs jllm-compile --arch compiles — compiles for it, and each CTA fits it.
 TEST(Nvrtc, EveryKernelSpecOfTheReferenceModelsCompilesForEveryTarget) {
-  std::vector<KernelSpec> specs;
-  auto add = [&](const ir::Graph& g, const std::string& model) {
-    auto lowered = LowerGraph(g);
-    ASSERT_TRUE(lowered.ok()) << model << ": " << lowered.status();
-    for (const KernelSpec& s : lowered->specs) {
-      if (std::find(specs.begin(), specs.end(), s) == specs.end()) specs.push_back(s);
-    }
-  };
+  std::vector<std::pair<std::string, ir::Graph>> graphs;
   for (const char* preset : {"tiny", "0.6b", "4b", "14b"}) {
     auto g = testing::PresetGraph(preset);
     ASSERT_TRUE(g.ok()) << preset << ": " << g.status();
-    add(*g, preset);
+    graphs.emplace_back(preset, *std::move(g));
   }
   const std::string coder = ::jllm::testing::TinyCoderPath();
   if (std::filesystem::exists(coder)) {
@@ -147,44 +172,61 @@ TEST(Nvrtc, EveryKernelSpecOfTheReferenceModelsCompilesForEveryTarget) {
     auto g = gguf::BuildQwen3Graph(**file);
     ASSERT_TRUE(g.ok()) << g.status();
     ASSERT_TRUE(passes::RunPipeline(*g, passes::DefaultPipelineConfig()).ok());
-    add(*g, "tiny-coder");
+    graphs.emplace_back("tiny-coder", *std::move(g));
   } else if (::jllm::testing::TinyCoderRequired()) {
     ADD_FAILURE() << coder << " is absent: under JLLM_REQUIRE_ORACLES=1 its specs must be in this run";
   } else {
     std::cout << "tiny-coder not found at " << coder << "; its specs are not in this run\n";
   }
-  ASSERT_GT(specs.size(), 20u);
-  CompileEverywhere(specs, {"sm_80", "sm_86", "sm_87", "sm_89", "sm_90"});
+  std::vector<std::pair<KernelSpec, std::string>> jobs;
+  for (const std::string arch : {"sm_80", "sm_86", "sm_87", "sm_89", "sm_90"}) {
+    std::vector<KernelSpec> specs;
+    for (const auto& [model, g] : graphs) {
+      auto lowered = LowerGraph(g, nullptr, TargetForArch(arch));
+      ASSERT_TRUE(lowered.ok()) << model << " for " << arch << ": " << lowered.status();
+      for (const KernelSpec& s : lowered->specs) {
+        if (std::find(specs.begin(), specs.end(), s) == specs.end()) specs.push_back(s);
+      }
+    }
+    ASSERT_GT(specs.size(), 20u);
+    for (KernelSpec& s : specs) jobs.emplace_back(std::move(s), arch);
+  }
+  CompileEverywhere(jobs);
 }
 
 // The kernel variants (tests/cuda/kernel_variants.h: the GEMV's ring with bulk copies or
 // cp.async, rows, spread, pairs; the GEMM on the tensor cores), lowered for the 4b preset with
 // each variant's switches — or, for a variant that is 4b's default (pairs: on for GEMVs of >= 4
 // MiB, every one of 4b's), for the 0.6b preset, whose small GEMVs it changes: the specs that
-// differ from the defaults compile for Ampere, the Orin and Hopper (the bulk copies are in the
-// sm_90 code only).
+// differ from the defaults compile for Ampere, the Orin and Hopper, each lowered for that GPU's
+// shared memory (the bulk copies are in the sm_90 code only).
 TEST(Nvrtc, TheKernelVariantsCompileForAmpereTheOrinAndHopper) {
-  std::vector<KernelSpec> specs;
-  for (const ::jllm::testing::OpVariant& v : ::jllm::testing::CudaKernelVariants()) {
-    size_t changed = 0;
-    for (const char* preset : {"4b", "0.6b"}) {
-      auto g = testing::PresetGraph(preset);
-      ASSERT_TRUE(g.ok()) << g.status();
-      auto defaults = LowerGraph(*g);
-      ASSERT_TRUE(defaults.ok()) << defaults.status();
-      ::jllm::testing::ScopedEnv env(v.env);
-      auto lowered = LowerGraph(*g);
-      ASSERT_TRUE(lowered.ok()) << v.name << ": " << lowered.status();
-      for (const KernelSpec& s : lowered->specs) {
-        if (std::find(defaults->specs.begin(), defaults->specs.end(), s) != defaults->specs.end()) continue;
-        ++changed;
-        if (std::find(specs.begin(), specs.end(), s) == specs.end()) specs.push_back(s);
+  std::vector<std::pair<KernelSpec, std::string>> jobs;
+  for (const std::string arch : {"sm_80", "sm_87", "sm_90"}) {
+    const LoweringTarget target = TargetForArch(arch);
+    std::vector<KernelSpec> specs;
+    for (const ::jllm::testing::OpVariant& v : ::jllm::testing::CudaKernelVariants()) {
+      size_t changed = 0;
+      for (const char* preset : {"4b", "0.6b"}) {
+        auto g = testing::PresetGraph(preset);
+        ASSERT_TRUE(g.ok()) << g.status();
+        auto defaults = LowerGraph(*g, nullptr, target);
+        ASSERT_TRUE(defaults.ok()) << defaults.status();
+        ::jllm::testing::ScopedEnv env(v.env);
+        auto lowered = LowerGraph(*g, nullptr, target);
+        ASSERT_TRUE(lowered.ok()) << v.name << ": " << lowered.status();
+        for (const KernelSpec& s : lowered->specs) {
+          if (std::find(defaults->specs.begin(), defaults->specs.end(), s) != defaults->specs.end()) continue;
+          ++changed;
+          if (std::find(specs.begin(), specs.end(), s) == specs.end()) specs.push_back(s);
+        }
+        if (changed > 0) break;
       }
-      if (changed > 0) break;
+      EXPECT_GT(changed, 0u) << v.name << " changed no kernel spec of the 4b or the 0.6b preset for " << arch;
     }
-    EXPECT_GT(changed, 0u) << v.name << " changed no kernel spec of the 4b or the 0.6b preset";
+    for (KernelSpec& s : specs) jobs.emplace_back(std::move(s), arch);
   }
-  CompileEverywhere(specs, {"sm_80", "sm_87", "sm_90"});
+  CompileEverywhere(jobs);
 }
 
 }  // namespace

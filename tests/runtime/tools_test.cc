@@ -4,12 +4,14 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "backends/cuda/lowering/kernel_plan_io.h"
+#include "backends/cuda/lowering/lowering.h"
 #include "backends/cuda/lowering/tuning.h"
 #include "nlohmann/json.hpp"
 #include "runtime/backend_factory.h"
@@ -79,6 +81,37 @@ TEST_F(ToolsTest, CompileDumpsIrAndTakesAPassFile) {
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.err, HasSubstr("fuse-everything"));
 }
+
+#if JLLM_HAVE_NVRTC
+// --arch compiles each architecture's kernels as the backend will lower them on it: the tiny
+// model's gate+up GEMV takes 112 KiB of shared memory lowered for sm_90 (a ring of 3), more than
+// an sm_86 CTA may (99 KiB), so sm_86's CUBINs are of the specs lowered for it, not sm_90's.
+TEST_F(ToolsTest, CompileLowersEachArchitectureForItsSharedMemory) {
+  ToolRun r = Tool(JLLM_COMPILE_PATH, {gguf_, "-o", plan_, "--arch", "sm_86,sm_90"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto plan = ReadPlanFile(plan_);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  auto cubins = cuda::ParseCubins(plan->sections.at(std::string(kCubinsSection)), "CUBN");
+  ASSERT_TRUE(cubins.ok()) << cubins.status();
+  auto keys = [&](const std::string& arch) {
+    std::set<std::string> out;
+    auto lowered = cuda::LowerGraph(plan->graph, nullptr, cuda::TargetForArch(arch));
+    EXPECT_TRUE(lowered.ok()) << lowered.status();
+    if (lowered.ok()) {
+      for (const cuda::KernelSpec& s : lowered->specs) out.insert(s.ModuleKey());
+    }
+    return out;
+  };
+  auto held = [&](const std::string& arch) {
+    std::set<std::string> out;
+    for (const auto& [key, cubin] : cubins->at(arch)) out.insert(key);
+    return out;
+  };
+  EXPECT_EQ(held("sm_86"), keys("sm_86"));
+  EXPECT_EQ(held("sm_90"), keys("sm_90"));
+  EXPECT_NE(keys("sm_86"), keys("sm_90"));
+}
+#endif
 
 // --tuning FILE: the per-shape GEMV choices go into the plan's TUNE section as written, the
 // plan's kernel specs are lowered with them, and jllm-run runs it (here on the CPU, which

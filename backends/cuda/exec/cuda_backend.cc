@@ -66,8 +66,16 @@ class CudaBackend : public Backend {
     ro.omit_kernels = options_.omit_kernels;
     ro.cubins = &options_.cubins;
     ro.tuning = &options_.tuning;
+    ro.target = Target();
     ASSIGN_OR_RETURN(runner_, GraphRunner::Create(graph, *device_, weights, ro));
     return absl::OkStatus();
+  }
+
+  // The kernels fit this GPU's shared memory per CTA (a device that does not say: sm_90's).
+  LoweringTarget Target() const {
+    LoweringTarget t;
+    if (const int64_t smem = device_->properties().shared_per_block_optin; smem > 0) t.smem_per_block = smem;
+    return t;
   }
 
   std::string Describe() const override {
@@ -81,7 +89,7 @@ class CudaBackend : public Backend {
   }
 
   absl::StatusOr<int64_t> DefaultContext(const ir::Graph& graph, const BackendOptions& options) override {
-    ASSIGN_OR_RETURN(LoweredGraph lowered, LowerGraph(graph, &options_.tuning));
+    ASSIGN_OR_RETURN(LoweredGraph lowered, LowerGraph(graph, &options_.tuning, Target()));
     ASSIGN_OR_RETURN(const int64_t free_bytes, device_->FreeBytes());
     const RunnerOptions defaults;
     ASSIGN_OR_RETURN(const int64_t fits,

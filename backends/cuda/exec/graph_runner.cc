@@ -38,7 +38,7 @@ absl::StatusOr<std::unique_ptr<GraphRunner>> GraphRunner::Create(const ir::Graph
                                                                  const WeightSource& weights,
                                                                  const RunnerOptions& options) {
   std::unique_ptr<GraphRunner> r(new GraphRunner(graph, device, options));
-  ASSIGN_OR_RETURN(r->lowered_, LowerGraph(graph, options.tuning));
+  ASSIGN_OR_RETURN(r->lowered_, LowerGraph(graph, options.tuning, options.target));
   ASSIGN_OR_RETURN(r->plan_, PlanMemory(graph, r->lowered_, options.max_context, options.max_step_tokens));
   // Check the plan against what the device has before allocating anything.
   ASSIGN_OR_RETURN(const int64_t free_bytes, device.FreeBytes());

@@ -41,6 +41,8 @@ struct RunnerOptions {
   // out of every step, so a benchmark shows what they cost inside the captured step
   // ($JLLM_OMIT=head_ops,attention_rows). The outputs are wrong while any is set.
   std::vector<std::string> omit_kernels;
+  // The GPU the kernels are lowered for (its shared memory per CTA; lowering_target.h).
+  LoweringTarget target;
   // Per-shape GEMV knobs (lowering/tuning.h; null or empty: the heuristics).
   const TuningTable* tuning = nullptr;
 };

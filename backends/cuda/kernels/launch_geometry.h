@@ -55,6 +55,10 @@ constexpr int GemvStageBytes(int type, int pairs, int rows, int matrices) {
 }
 // Behind the slots, one 8-byte mbarrier per slot (used by the bulk copies).
 constexpr int GemvRingBytes(int stage_bytes, int ring, int warps) { return (stage_bytes + 8) * ring * warps; }
+// What the lowering leaves of a CTA's shared memory for the static arrays of the kernels it sizes
+// the dynamic part of (the GEMV's block sums and cut-item heads, the GEMMs'): they take less
+// (ptxas, Nvrtc.EveryKernelFitsTheSharedMemoryOfItsTarget).
+inline constexpr int kStaticSmemReserve = 2048;
 
 // gemm.cu: BM weight rows x BN tokens per CTA, K consumed BK = 32 at a time; both tiles f32 in
 // shared memory, padded by 4 floats a row (keeps 16-byte alignment, spreads banks), or by 8 for
@@ -107,8 +111,8 @@ inline constexpr int kAttnRowsSmemMax = 40 * 1024;  // static shared memory, und
 constexpr bool AttentionMmaSupported(int g, int head_dim) { return g <= 8 && (head_dim == 64 || head_dim == 128); }
 // Its static shared memory — the warps' [NW][G][D] acc, [NW][G] max and sum, the merge's [G][NSPLIT]
 // weights and sums, [G] inverse sums and a ticket — and with JLLM_RING a dynamic ring of RING
-// tiles (16 positions of K and V) per warp, the whole within what one CTA may take on sm_80 and
-// sm_87 (163 KiB; sm_90 allows 227).
+// tiles (16 positions of K and V) per warp, the whole within what one CTA may take on the GPU
+// (lowering_target.h).
 constexpr int AttentionMmaStaticSmemBytes(int g, int head_dim, int warps, int splits) {
   return 4 * (warps * g * head_dim + 2 * warps * g + 2 * g * splits + g + 1);
 }
@@ -116,7 +120,6 @@ constexpr int AttentionMmaTileBytes(int head_dim) { return 2 * 16 * head_dim * 2
 constexpr int AttentionMmaRingBytes(int head_dim, int warps, int ring) {
   return warps * ring * AttentionMmaTileBytes(head_dim);
 }
-inline constexpr int kAttnMmaSmemMax = 163 * 1024;
 
 // attention_prefill.cu: the CTA's query rows (QT tokens x G heads) plus a K and a V tile of
 // 32 positions, all f32, K/V rows padded by one float (conflict-free column reads).

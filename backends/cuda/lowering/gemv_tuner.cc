@@ -22,8 +22,8 @@ std::string Ms(double s) { return absl::StrFormat("%.4f ms", s * 1e3); }
 
 // The kernels (specs, with their grids) the decode step runs for GEMVs of shape `key`.
 absl::StatusOr<std::vector<KernelSpec>> ShapeKernels(const ir::Graph& graph, const TuningTable& table,
-                                                     const std::string& key) {
-  ASSIGN_OR_RETURN(LoweredGraph lg, LowerGraph(graph, &table));
+                                                     const std::string& key, const LoweringTarget& target) {
+  ASSIGN_OR_RETURN(LoweredGraph lg, LowerGraph(graph, &table, target));
   std::vector<KernelSpec> out;
   for (const NodeLowering& nl : lg.nodes) {
     for (const Launch& l : nl.decode) {
@@ -84,7 +84,7 @@ absl::StatusOr<GemvTuneResult> TuneDecodeGemvs(const ir::Graph& graph, const std
     if (options.progress) options.progress(line);
     out.log.push_back(std::move(line));
   };
-  ASSIGN_OR_RETURN(LoweredGraph base, LowerGraph(graph));
+  ASSIGN_OR_RETURN(LoweredGraph base, LowerGraph(graph, nullptr, options.target));
   std::vector<GemvTuneShape> shapes = DecodeGemvShapes(base);
   if (options.max_shapes > 0 && static_cast<int>(shapes.size()) > options.max_shapes) shapes.resize(options.max_shapes);
 
@@ -111,13 +111,17 @@ absl::StatusOr<GemvTuneResult> TuneDecodeGemvs(const ir::Graph& graph, const std
                      absl::StrFormat("%.1f", shape.step_bytes / 1e6), " MB): ", Ms(best_s)));
     for (const GemvTuneDimension& dim : GemvTuneDimensions()) {
       GemvKnobValues kept;  // the dimension's winner, if any
-      ASSIGN_OR_RETURN(const std::vector<KernelSpec> now, ShapeKernels(graph, best, shape.key));
+      ASSIGN_OR_RETURN(const std::vector<KernelSpec> now, ShapeKernels(graph, best, shape.key, options.target));
+      std::vector<std::vector<KernelSpec>> tried = {now};  // the dimension's lowerings timed (or running)
       for (const GemvKnobValues& choice : dim.choices) {
         TuningTable trial = best;
         GemvKnobValues& knobs = trial.gemv[shape.key];
         for (const auto& [name, value] : choice) knobs[name] = value;
-        ASSIGN_OR_RETURN(const std::vector<KernelSpec> then, ShapeKernels(graph, trial, shape.key));
-        if (now == then) continue;  // the same kernels: nothing to time
+        ASSIGN_OR_RETURN(std::vector<KernelSpec> then, ShapeKernels(graph, trial, shape.key, options.target));
+        // The same kernels as running, or as a choice timed already (a ring deeper than the GPU's
+        // shared memory takes lowers as the deepest that fits): nothing to time.
+        if (std::find(tried.begin(), tried.end(), then) != tried.end()) continue;
+        tried.push_back(std::move(then));
         absl::StatusOr<double> t = timer(trial);
         ++out.timed;
         if (!t.ok()) {

@@ -48,6 +48,7 @@ struct GemvTuneOptions {
   double min_gain = 0.01;  // a choice must save at least this fraction of the step
   int max_shapes = 0;      // tune only the N shapes with the most bytes (0: all)
   std::function<void(const std::string& line)> progress;  // a line per timing (may be empty)
+  LoweringTarget target;   // the GPU the timer runs on (its shared memory bounds the choices)
 };
 
 struct GemvTuneResult {

@@ -1,5 +1,5 @@
 // The CUDA backend's plan sections (runtime/plan_file.h carries them as opaque bytes):
-//   KSPC  the kernel specs jllm-compile lowered (what the runtime's lowering must find again)
+//   KSPC  the kernel specs jllm-compile lowered for sm_90 (what the runtime's lowering finds again there)
 //   CUBN  CUBINs compiled ahead of time: for each arch, (KernelSpec::ModuleKey(), CUBIN) pairs
 #pragma once
 

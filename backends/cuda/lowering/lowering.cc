@@ -134,7 +134,7 @@ constexpr int kAttnKernel = 3;
 constexpr int kAttnEarly = 1;
 // attention_mma.cu streams the cache through a per-warp shared-memory ring of this many tiles
 // (JLLM_ATTN_RING; 0: one tile at a time in registers), fewer where the CTA's shared memory
-// would pass geometry::kAttnMmaSmemMax (below 2: registers).
+// would pass the GPU's (below 2: registers).
 constexpr int kAttnRing = 0;
 constexpr int kAttnSplits = 32;
 constexpr int kAttnMinChunk = 64;  // positions: fewer, fuller splits at short context
@@ -220,7 +220,8 @@ int64_t KvElemBytes(ir::KvDType t) { return t == ir::KvDType::kF32 ? 4 : t == ir
 
 class Lowerer {
  public:
-  Lowerer(const ir::Graph& g, const TuningTable* tuning) : g_(g), tuning_(tuning) {}
+  Lowerer(const ir::Graph& g, const TuningTable* tuning, const LoweringTarget& target)
+      : g_(g), tuning_(tuning), target_(target) {}
 
   absl::StatusOr<LoweredGraph> Run() {
     out_.nodes.resize(g_.nodes.size());
@@ -246,6 +247,16 @@ class Lowerer {
       out_.sample.kind = LaunchKind::kSample;
       out_.sample.spec = Add(std::move(s));
       out_.sample.ops = {Operand::Value(out_.logits, /*last=*/true)};
+    }
+    // What the choices above could not fit (a shape beyond any ring or tile they can shrink):
+    // refused here, naming the kernel, rather than by the GPU at load.
+    for (const KernelSpec& spec : out_.specs) {
+      if (spec.smem + geo::kStaticSmemReserve > target_.smem_per_block) {
+        return absl::UnimplementedError(absl::StrCat("cuda: kernel ", spec.label, " needs ", spec.smem,
+                                                     " bytes of shared memory per CTA and up to ",
+                                                     geo::kStaticSmemReserve, " static ones; this GPU allows ",
+                                                     target_.smem_per_block));
+      }
     }
     return std::move(out_);
   }
@@ -416,7 +427,12 @@ class Lowerer {
     defs.push_back(D("JLLM_KSPLIT", ksplit));
     defs.push_back(D("JLLM_DEPTH", knob("depth", kGemvDepth)));
     defs.push_back(D("JLLM_MINB", knob("minb", ffn ? kGemvFfnMinBlocks : kGemvMinBlocks)));
-    const int ring = static_cast<int>(knob("ring", kGemvRing));
+    // The ring as deep as asked while the CTA fits the GPU's shared memory (sm_86/sm_89: 99 KiB;
+    // 4b's gate+up ring of 3 takes 119), else in registers.
+    int ring = static_cast<int>(knob("ring", kGemvRing));
+    auto gemv_smem = [&](int r) { return geo::GemvSmemBytes(k, static_cast<int>(slots)) + geo::GemvRingBytes(stage_bytes, r, nw); };
+    while (ring > 2 && gemv_smem(ring) + geo::kStaticSmemReserve > target_.smem_per_block) --ring;
+    if (ring > 0 && gemv_smem(ring) + geo::kStaticSmemReserve > target_.smem_per_block) ring = 0;
     defs.push_back(D("JLLM_RING", ring));
     defs.push_back(D("JLLM_BULK", knob("bulk", kGemvBulk) != 0));
     defs.push_back(D("JLLM_SPREAD", knob("spread", kGemvSpread) != 0));
@@ -446,7 +462,7 @@ class Lowerer {
     // JLLM_GEMV_PER_SM=N: at most N CTAs an SM, the same kind of room on every SM (with NW 16 and
     // MINB 2, one CTA of 16 warps in half the registers: the next GEMV's CTA starts beside it).
     s.max_per_sm = knob("per_sm", 0);
-    s.smem = geo::GemvSmemBytes(k, static_cast<int>(slots)) + geo::GemvRingBytes(stage_bytes, ring, nw);
+    s.smem = gemv_smem(ring);
     s.weight_bytes = weight_bytes;
     const int64_t out_rows = swiglu ? W(members[0]).dim(1) : total_rows;
     s.bytes_per_token = (k + out_rows + (residual.present() ? out_rows : 0)) * 4;
@@ -482,7 +498,7 @@ class Lowerer {
     const int type = static_cast<int>(w.type);
     const int mode = GemmMode();
     const bool f16 = mode == 2 && geo::GemmF16Supported(type);
-    const int bm = f16 ? GemmF16Bm() : kGemmBm;
+    int bm = f16 ? GemmF16Bm() : kGemmBm;
     const int64_t fill_bn =
         f16 && (up || geo::CeilDiv(n, bm) * geo::CeilDiv(kGemmFillTokens, 128) < kGemmFillCtas) ? 64 : kGemmBn;
     int bn = static_cast<int>(TuningOverride("JLLM_GEMM_BN", fill_bn, /*min=*/32, /*max=*/128));
@@ -504,7 +520,13 @@ class Lowerer {
       // 0 none, 1 every matrix, 2 those adding a residual (attention output, down), 3 the others.
       const int64_t xsplit = TuningOverride("JLLM_GEMM_XSPLIT", kGemmXSplit, /*min=*/0, /*max=*/3);
       const bool split = xsplit == 1 || (xsplit == 2 && residual.present()) || (xsplit == 3 && !residual.present());
-      const int smem = geo::GemmF16SmemBytes(type, bm, bn, split ? 2 : 1, up ? 2 : 1);
+      // Token tiles, then row tiles, narrowed until the CTA fits the GPU's shared memory (sm_86,
+      // sm_89: the logits' q6_K tile of 128 tokens with x as hi + lo takes 100 KiB of their 99).
+      auto f16_smem = [&](int b) { return geo::GemmF16SmemBytes(type, bm, b, split ? 2 : 1, up ? 2 : 1); };
+      auto fits = [&] { return f16_smem(bn) + geo::kStaticSmemReserve <= target_.smem_per_block; };
+      while (!fits() && bn > 32) bn /= 2;
+      if (!fits()) bm = 64;
+      const int smem = f16_smem(bn);
       // CTAs per SM the registers are capped for: 2 of 8 warps (4 of 4), 128 registers a thread.
       const int auto_minb = 2 * (128 / bm);
       const int minb = static_cast<int>(TuningOverride("JLLM_GEMM_MINB", auto_minb, /*min=*/1, /*max=*/8));
@@ -519,8 +541,9 @@ class Lowerer {
       s.grid_x = geo::CeilDiv(n, bm);
       s.smem = smem;
     } else {
-      const std::string tile = bn != kGemmBn ? absl::StrCat(" bn", bn) : "";
       const bool mma = mode != 0;
+      while (bn > 32 && geo::GemmSmemBytes(kGemmBm, bn, mma) + geo::kStaticSmemReserve > target_.smem_per_block) bn /= 2;
+      const std::string tile = bn != kGemmBn ? absl::StrCat(" bn", bn) : "";
       s = Base("gemm.cu", "gemm", absl::StrCat(name, mma ? " mma" : "", tile),
                {D("JLLM_TYPE", type), D("JLLM_K", k), D("JLLM_N", n), D("JLLM_BM", kGemmBm), D("JLLM_BN", bn),
                 D("JLLM_TM", kGemmTm), D("JLLM_TN", kGemmTn), D("JLLM_RESIDUAL", residual.present()),
@@ -856,7 +879,7 @@ class Lowerer {
                                                            static_cast<int>(nw), static_cast<int>(splits));
         ring = static_cast<int>(TuningOverride("JLLM_ATTN_RING", kAttnRing, /*min=*/0, /*max=*/8));
         while (ring >= 2 && fixed + geo::AttentionMmaRingBytes(static_cast<int>(a.head_dim), static_cast<int>(nw),
-                                                               ring) > geo::kAttnMmaSmemMax) {
+                                                               ring) > target_.smem_per_block) {
           --ring;
         }
         if (ring < 2) ring = 0;
@@ -968,6 +991,7 @@ class Lowerer {
 
   const ir::Graph& g_;
   const TuningTable* tuning_;          // null: the heuristics only
+  const LoweringTarget target_;        // the GPU the kernels must fit
   std::set<std::string> used_keys_;    // the GEMV shapes lowered (with a table)
   std::vector<int> producer_;  // per value: the node producing it, or -1
   LoweredGraph out_;
@@ -976,12 +1000,13 @@ class Lowerer {
 
 }  // namespace
 
-absl::StatusOr<LoweredGraph> LowerGraph(const ir::Graph& graph, const TuningTable* tuning) {
+absl::StatusOr<LoweredGraph> LowerGraph(const ir::Graph& graph, const TuningTable* tuning,
+                                        const LoweringTarget& target) {
   if (absl::Status st = ir::Verify(graph); !st.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("cuda: the graph fails verification: ", st.message()));
   }
   if (tuning != nullptr && (tuning->empty() || !UseTuning())) tuning = nullptr;
-  return Lowerer(graph, tuning).Run();
+  return Lowerer(graph, tuning, target).Run();
 }
 
 }  // namespace jllm::cuda

@@ -32,6 +32,7 @@
 
 #include "absl/status/statusor.h"
 #include "backends/cuda/lowering/kernel_spec.h"
+#include "backends/cuda/lowering/lowering_target.h"
 #include "backends/cuda/lowering/tuning.h"
 #include "ir/graph.h"
 
@@ -105,8 +106,11 @@ struct LoweredGraph {
 
 // Errors name the node and what is unsupported (a weight type, a shape); every op of ir/ops.h
 // with Qwen3's shapes lowers. `tuning` (tuning.h, null or empty: none) sets the knobs of the
-// GEMV shapes it names; a shape it names that the graph lacks is an error.
-absl::StatusOr<LoweredGraph> LowerGraph(const ir::Graph& graph, const TuningTable* tuning = nullptr);
+// GEMV shapes it names; a shape it names that the graph lacks is an error. `target`: the GPU the
+// kernels must fit (lowering_target.h; the default is sm_90's): rings and token tiles shrink to
+// its shared memory, and a kernel that still does not fit is an error naming it.
+absl::StatusOr<LoweredGraph> LowerGraph(const ir::Graph& graph, const TuningTable* tuning = nullptr,
+                                        const LoweringTarget& target = {});
 
 // Whether LowerGraph uses a tuning table it is given: JLLM_TUNING=0 ignores it (the A/B of tuned
 // against the heuristics), 1 (default) uses it.

@@ -11,13 +11,12 @@
 
 namespace jllm::cuda {
 
-absl::StatusOr<CubinsByArch> CompileAheadOfTime(const std::vector<KernelSpec>& specs,
-                                                const std::vector<std::string>& archs,
+absl::StatusOr<CubinsByArch> CompileAheadOfTime(const std::map<std::string, std::vector<KernelSpec>>& specs_by_arch,
                                                 const std::function<void(size_t, size_t)>& progress) {
-  for (const std::string& a : archs) RETURN_IF_ERROR(ValidateArch(a));
-  std::vector<std::pair<size_t, size_t>> jobs;  // (spec, arch)
-  for (size_t s = 0; s < specs.size(); ++s) {
-    for (size_t a = 0; a < archs.size(); ++a) jobs.emplace_back(s, a);
+  std::vector<std::pair<const KernelSpec*, const std::string*>> jobs;  // (spec, arch)
+  for (const auto& [arch, specs] : specs_by_arch) {
+    RETURN_IF_ERROR(ValidateArch(arch));
+    for (const KernelSpec& s : specs) jobs.emplace_back(&s, &arch);
   }
   std::vector<absl::StatusOr<CompiledCubin>> results(jobs.size(), absl::UnknownError("not run"));
   std::atomic<size_t> next{0}, done{0};
@@ -25,9 +24,9 @@ absl::StatusOr<CubinsByArch> CompileAheadOfTime(const std::vector<KernelSpec>& s
   auto worker = [&] {
     for (size_t i = next++; i < jobs.size(); i = next++) {
       NvrtcOptions o;
-      o.arch = archs[jobs[i].second];
-      o.defines = specs[jobs[i].first].DefineList();
-      results[i] = CompileKernel(specs[jobs[i].first].source, o);
+      o.arch = *jobs[i].second;
+      o.defines = jobs[i].first->DefineList();
+      results[i] = CompileKernel(jobs[i].first->source, o);
       const size_t d = ++done;
       if (progress) {
         std::lock_guard<std::mutex> lock(progress_mu);
@@ -41,8 +40,8 @@ absl::StatusOr<CubinsByArch> CompileAheadOfTime(const std::vector<KernelSpec>& s
   for (auto& t : threads) t.join();
   CubinsByArch out;
   for (size_t i = 0; i < jobs.size(); ++i) {
-    const KernelSpec& spec = specs[jobs[i].first];
-    const std::string& arch = archs[jobs[i].second];
+    const KernelSpec& spec = *jobs[i].first;
+    const std::string& arch = *jobs[i].second;
     if (!results[i].ok()) {
       return absl::Status(results[i].status().code(),
                           absl::StrCat("kernel spec '", spec.label, "' for ", arch, ": ", results[i].status().message()));

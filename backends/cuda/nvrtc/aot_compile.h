@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -12,9 +13,10 @@
 
 namespace jllm::cuda {
 
-// `progress(done, total)` is called after each compile. An NVRTC failure names the spec and arch.
-absl::StatusOr<CubinsByArch> CompileAheadOfTime(const std::vector<KernelSpec>& specs,
-                                                const std::vector<std::string>& archs,
+// Each architecture's specs — lowered for it (LowerGraph with TargetForArch: its shared memory) —
+// compiled for it. `progress(done, total)` is called after each compile. An NVRTC failure names
+// the spec and arch.
+absl::StatusOr<CubinsByArch> CompileAheadOfTime(const std::map<std::string, std::vector<KernelSpec>>& specs_by_arch,
                                                 const std::function<void(size_t, size_t)>& progress = {});
 
 }  // namespace jllm::cuda

@@ -48,7 +48,7 @@ EmuDevice::EmuDevice(EmuOptions options) : options_(std::move(options)) {
   props_.arch = "emu";
   props_.sm_count = 4;
   props_.total_bytes = options_.memory_bytes;
-  props_.shared_per_block_optin = 227 * 1024;
+  props_.shared_per_block_optin = options_.shared_per_block_optin;
   props_.l2_bytes = 0;
   if (options_.cache_dir.empty()) options_.cache_dir = DefaultCacheDir();
 }

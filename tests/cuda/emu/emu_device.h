@@ -21,6 +21,7 @@ namespace jllm::cuda::emu {
 struct EmuOptions {
   int64_t memory_bytes = int64_t{8} << 30;  // what FreeBytes reports before allocations
   std::string cache_dir;                    // compiled kernels; empty: $JLLM_EMU_CACHE or build dir
+  int64_t shared_per_block_optin = 227 * 1024;  // what one CTA may take (sm_90's; sm_86's is 99 KiB)
 };
 
 class EmuDevice : public DeviceApi {
