@@ -123,6 +123,15 @@ class Backend {
     return absl::UnimplementedError(std::string(name()) + " cannot measure its read bandwidth");
   }
 
+  // Backend-specific kernel choices applied to the loaded graph, keeping its weights and KV cache
+  // (the CUDA backend: a tuning table as the plan's TUNE section holds it, YAML;
+  // backends/cuda/lowering/tuning.h; empty: the built-in choices). jllm-compile --tune times one
+  // candidate after another this way instead of loading the model for each.
+  virtual absl::Status Retune(std::string_view tuning) {
+    (void)tuning;
+    return absl::UnimplementedError(std::string(name()) + " has no kernel choices to tune");
+  }
+
   // Runs a step like Step (without sampling) and returns where its time went, by kernel.
   virtual absl::StatusOr<std::vector<KernelTiming>> Profile(absl::Span<const int32_t> tokens,
                                                             int64_t pos0) {

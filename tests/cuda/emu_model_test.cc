@@ -233,6 +233,55 @@ TEST(EmuModelTest, TunedLoweringComputesTheSameLogits) {
       << refused.status();
 }
 
+// Backend::Retune lowers the loaded model again with another table, keeping its weights: the
+// decode logits equal those of a model loaded with that table (the q6_K down projections split in
+// two along K — their scratch grows — through registers, x quantized per 64-element pair: other
+// logits than the built-in choices') bit for bit, and an empty table brings back the built-in
+// choices' logits. A table for a shape the model lacks, or measured on another GPU, is
+// refused, and the model runs on as before.
+TEST(EmuModelTest, RetuneKeepsTheWeightsAndComputesAsAFreshLoad) {
+  const ir::Graph graph = Lowered(true);
+  BlobWeightSource weights(Blob());
+  auto decode = [&](Backend& gpu) -> absl::StatusOr<std::vector<float>> {
+    std::vector<float> out;
+    RETURN_IF_ERROR(gpu.Forward(std::vector<int32_t>{72}, 0, LogitsRows::kLast, &out));
+    return out;
+  };
+  TuningTable table;
+  table.gemv["q6_K 256x768 +residual"] = {{"ksplit", 2}, {"ring", 0}, {"pairs", 2}, {"pairs_min_mib", 0}};
+  CudaBackendOptions with_table;
+  with_table.tuning = table;
+  auto fresh = LoadEmulated(graph, weights, /*context=*/8, /*step_tokens=*/1, with_table);
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  auto want_tuned = decode(**fresh);
+  ASSERT_TRUE(want_tuned.ok()) << want_tuned.status();
+
+  auto gpu = LoadEmulated(graph, weights, /*context=*/8, /*step_tokens=*/1);
+  ASSERT_TRUE(gpu.ok()) << gpu.status();
+  auto plain = decode(**gpu);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  ASSERT_NE(*plain, *want_tuned);  // (else the table would test nothing)
+  ASSERT_TRUE((*gpu)->Retune(TuningToYaml(table)).ok());
+  auto tuned = decode(**gpu);
+  ASSERT_TRUE(tuned.ok()) << tuned.status();
+  EXPECT_EQ(*tuned, *want_tuned);
+  ASSERT_TRUE((*gpu)->Retune("").ok());
+  auto back = decode(**gpu);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, *plain);
+
+  TuningTable wrong;
+  wrong.gemv["q4_K 2560x4096 +residual"] = {{"nw", 16}};
+  absl::Status st = (*gpu)->Retune(TuningToYaml(wrong));
+  EXPECT_NE(st.message().find("'q4_K 2560x4096 +residual' is not one of this graph's"), std::string_view::npos) << st;
+  table.device = "Another GPU (sm_90, 132 SMs)";
+  st = (*gpu)->Retune(TuningToYaml(table));
+  EXPECT_NE(st.message().find("measured on Another GPU (sm_90, 132 SMs)"), std::string_view::npos) << st;
+  auto after = decode(**gpu);
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(*after, *plain);
+}
+
 TEST(EmuModelSessionTest, GeneratesCpuRefsTokensGreedyAndSeeded) {
   const ir::Graph graph = Lowered(true);
   for (const SamplingParams sampling :

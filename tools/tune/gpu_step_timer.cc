@@ -25,24 +25,20 @@ absl::StatusOr<std::unique_ptr<GpuStepTimer>> GpuStepTimer::Open(const runtime::
   runtime::Plan copy = plan;
   copy.sections.erase(std::string(runtime::kCubinsSection));
   copy.sections.erase(std::string(runtime::kTuningSection));
-  std::unique_ptr<GpuStepTimer> t(new GpuStepTimer(std::move(copy), weights));
+  std::unique_ptr<GpuStepTimer> t(new GpuStepTimer(std::move(copy)));
   if (const std::string reason = runtime::GpuUnavailableReason(); !reason.empty()) {
     return absl::FailedPreconditionError(reason);
   }
   ASSIGN_OR_RETURN(runtime::BackendChoice choice, runtime::CreateBackend({.name = "cuda", .plan = &t->plan_}));
   t->device_ = choice.device;
+  t->backend_ = std::move(choice.backend);
+  RETURN_IF_ERROR(t->backend_->Load(t->plan_.graph, weights, {.max_context = kContext, .max_step_tokens = 1}));
   return t;
 }
 
 absl::StatusOr<double> GpuStepTimer::operator()(const cuda::TuningTable& table) {
-  plan_.sections[std::string(runtime::kTuningSection)] = cuda::TuningToYaml(table);
-  ASSIGN_OR_RETURN(runtime::BackendChoice choice, runtime::CreateBackend({.name = "cuda", .plan = &plan_}));
-  // A notice here means the table was set aside (another GPU's): timing that would time nothing.
-  if (!choice.notices.empty()) {
-    return absl::FailedPreconditionError(absl::StrCat("the backend did not take the table: ", choice.notices[0]));
-  }
-  Backend& backend = *choice.backend;
-  RETURN_IF_ERROR(backend.Load(plan_.graph, weights_, {.max_context = kContext, .max_step_tokens = 1}));
+  RETURN_IF_ERROR(backend_->Retune(table.empty() ? std::string() : cuda::TuningToYaml(table)));
+  Backend& backend = *backend_;
   std::mt19937 rng(7);
   const int32_t first = static_cast<int32_t>(rng() % static_cast<uint32_t>(plan_.graph.config.n_vocab));
   RETURN_IF_ERROR(runtime::TimeGreedyDecode(backend, first, kWarmupSteps, 0).status());

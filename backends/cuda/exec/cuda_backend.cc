@@ -71,6 +71,26 @@ class CudaBackend : public Backend {
     return absl::OkStatus();
   }
 
+  absl::Status Retune(std::string_view tuning) override {
+    if (!runner_) return absl::FailedPreconditionError("cuda: Retune before Load");
+    TuningTable table;
+    if (!tuning.empty()) {
+      ASSIGN_OR_RETURN(table, ParseTuningYaml(tuning, "the tuning table"));
+    }
+    const std::string here = DeviceIdentity(device_->properties());
+    if (!table.device.empty() && table.device != here) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the tuning table was measured on ", table.device, "; this GPU is ", here));
+    }
+    TuningTable old = std::move(options_.tuning);
+    options_.tuning = std::move(table);
+    if (absl::Status st = runner_->Relower(&options_.tuning); !st.ok()) {
+      options_.tuning = std::move(old);
+      return st;
+    }
+    return absl::OkStatus();
+  }
+
   // The kernels fit this GPU's shared memory per CTA (a device that does not say: sm_90's).
   LoweringTarget Target() const {
     LoweringTarget t;

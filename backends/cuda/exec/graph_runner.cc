@@ -77,6 +77,59 @@ void* GraphRunner::Alloc(size_t bytes, std::string_view what, absl::Status* stat
   return *p;
 }
 
+void GraphRunner::Release(void* p) {
+  if (p == nullptr) return;
+  allocations_.erase(std::remove(allocations_.begin(), allocations_.end(), p), allocations_.end());
+  device_.Free(p);
+}
+
+absl::Status GraphRunner::Relower(const TuningTable* tuning) {
+  ASSIGN_OR_RETURN(LoweredGraph lowered, LowerGraph(graph_, tuning, options_.target));
+  ASSIGN_OR_RETURN(MemoryPlan plan, PlanMemory(graph_, lowered, options_.max_context, options_.max_step_tokens));
+  if (plan.weight_offset != plan_.weight_offset || plan.weight_bytes != plan_.weight_bytes ||
+      plan.kv_bytes != plan_.kv_bytes) {
+    return absl::InternalError("cuda: lowering again moved the weights or the KV cache; load the model again");
+  }
+  RETURN_IF_ERROR(Finish("finishing the steps before lowering again"));
+  // The new kernels first (a spec that cannot load leaves the old ones running), then their
+  // scratch where it grew.
+  std::vector<KernelHandle> old_kernels = std::move(kernels_);
+  std::vector<unsigned> old_grid = std::move(persistent_grid_);
+  LoweredGraph old_lowered = std::move(lowered_);
+  lowered_ = std::move(lowered);
+  kernels_.clear();
+  persistent_grid_.clear();
+  if (absl::Status st = LoadKernels(); !st.ok()) {
+    lowered_ = std::move(old_lowered);
+    kernels_ = std::move(old_kernels);
+    persistent_grid_ = std::move(old_grid);
+    return st;
+  }
+  absl::Status st;
+  if (plan.arena_bytes > plan_.arena_bytes) {
+    Release(buffers_.arena);
+    buffers_.arena = static_cast<uint8_t*>(Alloc(plan.arena_bytes, "activations", &st));
+  }
+  if (plan.workspace_floats > plan_.workspace_floats) {
+    Release(buffers_.workspace);
+    buffers_.workspace = static_cast<float*>(Alloc(plan.workspace_floats * 4, "workspace", &st));
+  }
+  if (plan.workspace_counters > plan_.workspace_counters) {
+    Release(buffers_.counters);
+    buffers_.counters = static_cast<unsigned*>(Alloc(plan.workspace_counters * 4, "counters", &st));
+    if (st.ok()) st = device_.Fill(buffers_.counters, 0, plan.workspace_counters * 4);
+  }
+  RETURN_IF_ERROR(st);  // (out of memory: the runner is unusable, as after a failed load)
+  plan_.value_offset = std::move(plan.value_offset);
+  plan_.temp_offset = std::move(plan.temp_offset);
+  plan_.arena_bytes = std::max(plan_.arena_bytes, plan.arena_bytes);
+  plan_.workspace_floats = std::max(plan_.workspace_floats, plan.workspace_floats);
+  plan_.workspace_counters = std::max(plan_.workspace_counters, plan.workspace_counters);
+  // The captured steps launch the old kernels: captured again at the next step.
+  graph_plain_ = graph_sample_ = -1;
+  return absl::OkStatus();
+}
+
 absl::Status GraphRunner::LoadKernels() {
   std::vector<KernelSpec> to_compile;
   for (const KernelSpec& spec : lowered_.specs) {

@@ -56,6 +56,12 @@ class GraphRunner {
   GraphRunner(const GraphRunner&) = delete;
   GraphRunner& operator=(const GraphRunner&) = delete;
 
+  // Lowers the graph again with another tuning table (null: the heuristics) and runs with those
+  // kernels from the next step on, keeping the weights and the KV cache where they are (a table
+  // changes kernels and their scratch, never the weights' layout): what jllm-compile --tune does
+  // per candidate without uploading the model again. On an error nothing has changed.
+  absl::Status Relower(const TuningTable* tuning);
+
   const MemoryPlan& plan() const { return plan_; }
   const LoweredGraph& lowered() const { return lowered_; }
 
@@ -85,6 +91,8 @@ class GraphRunner {
   absl::Status RunAll(const std::vector<Planned>& launches, int64_t n);
   absl::Status Finish(std::string_view what);
   void* Alloc(size_t bytes, std::string_view what, absl::Status* status);
+  // Frees an allocation of Alloc's (null: nothing).
+  void Release(void* p);
 
   ir::Graph graph_;
   DeviceApi& device_;
