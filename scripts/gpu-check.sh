@@ -10,7 +10,8 @@
 # jllm-bench (pp512, tg128, tg128 @ d8192 and d32768 for 4b), --profile, the host memory of
 # loading; only when named: `tune` runs jllm-compile --tune and benches the tuned plans against
 # the built-in choices, `ncu-source` profiles three 4b GEMVs per SASS instruction
-# (scripts/ncu_source_summary.py sums them by phase), `ncu-attn` decode attention at 8k.
+# (scripts/ncu_source_summary.py sums them by phase), `ncu-attn` decode attention at 8k,
+# `kernel-info` each 4b kernel's registers, spills and shared memory (KINFO_VARIANTS: switches).
 # Each step's output goes to the terminal and to a log; the logs come back as
 # $OUT/gpu-check-logs.tar.gz, the benchmark JSON as $OUT/bench.json. A failing step does not
 # stop the others; the exit status says whether any failed. The summary table comes last.
@@ -237,6 +238,22 @@ ncu_attn() {
   return $rc
 }
 [ ${#only[@]} -gt 0 ] && step ncu-attn 300 ncu_attn  # only when named
+
+# Registers, spills and shared memory of each 4b kernel as the driver loaded it (only when named;
+# JLLM_KERNEL_INFO=1, cudart_device.cc): budgets for kernel changes come from here, not from a
+# local nvcc. With KINFO_VARIANTS ("name:VAR=v;..."), also each variant's kernels that differ.
+kernel_info() {
+  local v name env
+  IFS=';' read -ra list <<< "default:;${KINFO_VARIANTS:-}"
+  for v in "${list[@]}"; do
+    [ -z "$v" ] && continue
+    name=${v%%:*} env=${v#*:}
+    echo "--- $name ($env)"
+    env $env JLLM_KERNEL_INFO=1 "$bin/jllm-run" "$work/models/4b.plan" -p Hi -n 1 --temp 0 --backend cuda 2>&1 |
+      grep "jllm: kernel" | sort -u
+  done
+}
+[ ${#only[@]} -gt 0 ] && step kernel-info 300 kernel_info  # only when named
 
 echo
 echo "=================== summary (logs in \$OUT/gpu-check-logs.tar.gz)"
