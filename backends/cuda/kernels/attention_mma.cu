@@ -116,8 +116,9 @@ JLLM_KERNEL(attention_mma, jllm::cuda::AttentionArgs, kThreads, 1) {
       return base + 2 * t + (r & 1) + 8 * (r >> 1);
     };
     auto piece_src = [&](int p, int n) {
-      if (n < 2 * kKLoads) return reinterpret_cast<const uint4*>(kc + static_cast<long long>(p) * kD + 8 * (4 * (n % kKLoads) + t));
-      return reinterpret_cast<const uint4*>(vc + static_cast<long long>(p) * kD + 64 * ((n - 2 * kKLoads) % kVLoads) + 8 * g);
+      const long long row = static_cast<long long>(p) * kD;
+      if (n < 2 * kKLoads) return reinterpret_cast<const uint4*>(kc + row + 8 * (4 * (n % kKLoads) + t));
+      return reinterpret_cast<const uint4*>(vc + row + 64 * ((n - 2 * kKLoads) % kVLoads) + 8 * g);
     };
     // Which positions a load takes: kAll every one in the chunk; kOld all but the newest
     // (before the grid dependency); kNew only the newest, over what kOld left (after it).

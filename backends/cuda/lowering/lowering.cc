@@ -430,7 +430,9 @@ class Lowerer {
     // The ring as deep as asked while the CTA fits the GPU's shared memory (sm_86/sm_89: 99 KiB;
     // 4b's gate+up ring of 3 takes 119), else in registers.
     int ring = static_cast<int>(knob("ring", kGemvRing));
-    auto gemv_smem = [&](int r) { return geo::GemvSmemBytes(k, static_cast<int>(slots)) + geo::GemvRingBytes(stage_bytes, r, nw); };
+    auto gemv_smem = [&](int r) {
+      return geo::GemvSmemBytes(k, static_cast<int>(slots)) + geo::GemvRingBytes(stage_bytes, r, nw);
+    };
     while (ring > 2 && gemv_smem(ring) + geo::kStaticSmemReserve > target_.smem_per_block) --ring;
     if (ring > 0 && gemv_smem(ring) + geo::kStaticSmemReserve > target_.smem_per_block) ring = 0;
     defs.push_back(D("JLLM_RING", ring));
@@ -542,7 +544,9 @@ class Lowerer {
       s.smem = smem;
     } else {
       const bool mma = mode != 0;
-      while (bn > 32 && geo::GemmSmemBytes(kGemmBm, bn, mma) + geo::kStaticSmemReserve > target_.smem_per_block) bn /= 2;
+      while (bn > 32 && geo::GemmSmemBytes(kGemmBm, bn, mma) + geo::kStaticSmemReserve > target_.smem_per_block) {
+        bn /= 2;
+      }
       const std::string tile = bn != kGemmBn ? absl::StrCat(" bn", bn) : "";
       s = Base("gemm.cu", "gemm", absl::StrCat(name, mma ? " mma" : "", tile),
                {D("JLLM_TYPE", type), D("JLLM_K", k), D("JLLM_N", n), D("JLLM_BM", kGemmBm), D("JLLM_BN", bn),
