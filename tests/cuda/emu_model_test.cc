@@ -238,7 +238,8 @@ TEST(EmuModelTest, TunedLoweringComputesTheSameLogits) {
 // two along K — their scratch grows — through registers, x quantized per 64-element pair: other
 // logits than the built-in choices') bit for bit, and an empty table brings back the built-in
 // choices' logits. A table for a shape the model lacks, or measured on another GPU, is
-// refused, and the model runs on as before.
+// refused, and the model runs on as before. The decode graph captured with the old kernels is
+// freed.
 TEST(EmuModelTest, RetuneKeepsTheWeightsAndComputesAsAFreshLoad) {
   const ir::Graph graph = Lowered(true);
   BlobWeightSource weights(Blob());
@@ -256,28 +257,32 @@ TEST(EmuModelTest, RetuneKeepsTheWeightsAndComputesAsAFreshLoad) {
   auto want_tuned = decode(**fresh);
   ASSERT_TRUE(want_tuned.ok()) << want_tuned.status();
 
-  auto gpu = LoadEmulated(graph, weights, /*context=*/8, /*step_tokens=*/1);
-  ASSERT_TRUE(gpu.ok()) << gpu.status();
-  auto plain = decode(**gpu);
+  auto device = std::make_unique<EmuDevice>();
+  const EmuDevice* emu = device.get();
+  std::unique_ptr<Backend> loaded = CreateCudaBackendOn(std::move(device), {});
+  ASSERT_TRUE(loaded->Load(graph, weights, {.max_context = 8, .max_step_tokens = 1, .n_threads = 2}).ok());
+  auto plain = decode(*loaded);
   ASSERT_TRUE(plain.ok()) << plain.status();
   ASSERT_NE(*plain, *want_tuned);  // (else the table would test nothing)
-  ASSERT_TRUE((*gpu)->Retune(TuningToYaml(table)).ok());
-  auto tuned = decode(**gpu);
+  EXPECT_EQ(emu->live_graphs(), 1);  // the decode step's
+  ASSERT_TRUE(loaded->Retune(TuningToYaml(table)).ok());
+  auto tuned = decode(*loaded);
   ASSERT_TRUE(tuned.ok()) << tuned.status();
   EXPECT_EQ(*tuned, *want_tuned);
-  ASSERT_TRUE((*gpu)->Retune("").ok());
-  auto back = decode(**gpu);
+  EXPECT_EQ(emu->live_graphs(), 1);  // the old kernels' graph freed
+  ASSERT_TRUE(loaded->Retune("").ok());
+  auto back = decode(*loaded);
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(*back, *plain);
 
   TuningTable wrong;
   wrong.gemv["q4_K 2560x4096 +residual"] = {{"nw", 16}};
-  absl::Status st = (*gpu)->Retune(TuningToYaml(wrong));
+  absl::Status st = loaded->Retune(TuningToYaml(wrong));
   EXPECT_NE(st.message().find("'q4_K 2560x4096 +residual' is not one of this graph's"), std::string_view::npos) << st;
   table.device = "Another GPU (sm_90, 132 SMs)";
-  st = (*gpu)->Retune(TuningToYaml(table));
+  st = loaded->Retune(TuningToYaml(table));
   EXPECT_NE(st.message().find("measured on Another GPU (sm_90, 132 SMs)"), std::string_view::npos) << st;
-  auto after = decode(**gpu);
+  auto after = decode(*loaded);
   ASSERT_TRUE(after.ok()) << after.status();
   EXPECT_EQ(*after, *plain);
 }

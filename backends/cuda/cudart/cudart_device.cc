@@ -41,7 +41,9 @@ absl::StatusOr<std::unique_ptr<CudartDevice>> CudartDevice::Open(int ordinal, Cu
 
 CudartDevice::~CudartDevice() {
   if (stream_ != nullptr) cudaStreamSynchronize(stream_);
-  for (cudaGraphExec_t g : graphs_) cudaGraphExecDestroy(g);
+  for (cudaGraphExec_t g : graphs_) {
+    if (g != nullptr) cudaGraphExecDestroy(g);
+  }
   for (cudaEvent_t e : events_) cudaEventDestroy(e);
   if (sync_event_ != nullptr) cudaEventDestroy(sync_event_);
   kernels_.clear();
@@ -198,7 +200,16 @@ absl::StatusOr<GraphHandle> CudartDevice::EndCapture() {
 }
 
 absl::Status CudartDevice::Replay(GraphHandle g) {
+  if (g < 0 || g >= static_cast<GraphHandle>(graphs_.size()) || graphs_[g] == nullptr) {
+    return absl::InvalidArgumentError("cuda: replaying a graph that was destroyed or never captured");
+  }
   return CudaStatus(cudaGraphLaunch(graphs_[g], stream_), "launching the decode graph");
+}
+
+void CudartDevice::DestroyGraph(GraphHandle g) {
+  if (g < 0 || g >= static_cast<GraphHandle>(graphs_.size()) || graphs_[g] == nullptr) return;
+  cudaGraphExecDestroy(graphs_[g]);
+  graphs_[g] = nullptr;
 }
 
 absl::StatusOr<EventHandle> CudartDevice::CreateEvent() {

@@ -41,6 +41,7 @@ class CudartDevice : public DeviceApi {
   absl::Status BeginCapture() override;
   absl::StatusOr<GraphHandle> EndCapture() override;
   absl::Status Replay(GraphHandle g) override;
+  void DestroyGraph(GraphHandle g) override;
   absl::StatusOr<EventHandle> CreateEvent() override;
   absl::Status Record(EventHandle e) override;
   absl::StatusOr<float> ElapsedMs(EventHandle from, EventHandle to) override;

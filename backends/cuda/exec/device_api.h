@@ -81,6 +81,8 @@ class DeviceApi {
   virtual absl::Status BeginCapture() = 0;
   virtual absl::StatusOr<GraphHandle> EndCapture() = 0;
   virtual absl::Status Replay(GraphHandle g) = 0;
+  // Frees a captured graph (a runner lowered again captures new ones); its handle is not reused.
+  virtual void DestroyGraph(GraphHandle g) = 0;
 
   virtual absl::StatusOr<EventHandle> CreateEvent() = 0;
   virtual absl::Status Record(EventHandle e) = 0;

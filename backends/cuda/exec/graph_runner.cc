@@ -125,7 +125,10 @@ absl::Status GraphRunner::Relower(const TuningTable* tuning) {
   plan_.arena_bytes = std::max(plan_.arena_bytes, plan.arena_bytes);
   plan_.workspace_floats = std::max(plan_.workspace_floats, plan.workspace_floats);
   plan_.workspace_counters = std::max(plan_.workspace_counters, plan.workspace_counters);
-  // The captured steps launch the old kernels: captured again at the next step.
+  // The captured steps launch the old kernels: freed, and captured again at the next step.
+  for (int g : {graph_plain_, graph_sample_}) {
+    if (g >= 0) device_.DestroyGraph(g);
+  }
   graph_plain_ = graph_sample_ = -1;
   return absl::OkStatus();
 }

@@ -236,12 +236,21 @@ absl::StatusOr<GraphHandle> EmuDevice::EndCapture() {
   if (!capturing_) return absl::FailedPreconditionError("emu: not capturing");
   capturing_ = false;
   graphs_.push_back(std::move(capture_));
+  graph_live_.push_back(true);
   capture_.clear();
   return static_cast<GraphHandle>(graphs_.size() - 1);
 }
 
+void EmuDevice::DestroyGraph(GraphHandle g) {
+  if (g < 0 || g >= static_cast<int>(graphs_.size())) return;
+  graphs_[g].clear();
+  graph_live_[g] = false;
+}
+
 absl::Status EmuDevice::Replay(GraphHandle g) {
-  if (g < 0 || g >= static_cast<int>(graphs_.size())) return absl::InvalidArgumentError("emu: bad graph");
+  if (g < 0 || g >= static_cast<int>(graphs_.size()) || !graph_live_[g]) {
+    return absl::InvalidArgumentError("emu: a graph that was destroyed or never captured");
+  }
   for (const Recorded& r : graphs_[g]) RETURN_IF_ERROR(Run(r));
   return absl::OkStatus();
 }

@@ -6,6 +6,7 @@
 // coherence or races: the gpu tests and compute-sanitizer are.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -48,12 +49,15 @@ class EmuDevice : public DeviceApi {
   absl::Status BeginCapture() override;
   absl::StatusOr<GraphHandle> EndCapture() override;
   absl::Status Replay(GraphHandle g) override;
+  void DestroyGraph(GraphHandle g) override;
   absl::StatusOr<EventHandle> CreateEvent() override;
   absl::Status Record(EventHandle e) override;
   absl::StatusOr<float> ElapsedMs(EventHandle from, EventHandle to) override;
   absl::Status Synchronize(std::string_view, double) override { return absl::OkStatus(); }
 
   int64_t launches() const { return launches_; }
+  // Captured graphs not destroyed yet.
+  int live_graphs() const { return static_cast<int>(std::count(graph_live_.begin(), graph_live_.end(), true)); }
 
  private:
   struct Kernel {
@@ -82,6 +86,7 @@ class EmuDevice : public DeviceApi {
   bool capturing_ = false;
   std::vector<Recorded> capture_;
   std::vector<std::vector<Recorded>> graphs_;
+  std::vector<bool> graph_live_;  // by handle: captured and not destroyed
   std::vector<double> events_;
   int64_t launches_ = 0;
 };
