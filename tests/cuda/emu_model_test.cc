@@ -287,6 +287,40 @@ TEST(EmuModelTest, RetuneKeepsTheWeightsAndComputesAsAFreshLoad) {
   EXPECT_EQ(*after, *plain);
 }
 
+// A table whose scratch would not fit in the memory left is refused before anything changes:
+// the model runs on with the kernels it had. (The tiny model's downs are not split by default,
+// so a K split grows the workspace from nothing.)
+TEST(EmuModelTest, RetuneWithoutMemoryForItsScratchChangesNothing) {
+  const ir::Graph graph = Lowered(true);
+  BlobWeightSource weights(Blob());
+  const BackendOptions bo{.max_context = 8, .max_step_tokens = 1, .n_threads = 2};
+  auto decode = [&](Backend& gpu) -> absl::StatusOr<std::vector<float>> {
+    std::vector<float> out;
+    RETURN_IF_ERROR(gpu.Forward(std::vector<int32_t>{72}, 0, LogitsRows::kLast, &out));
+    return out;
+  };
+  auto device = std::make_unique<EmuDevice>();
+  EmuDevice* emu = device.get();
+  auto gpu = CreateCudaBackendOn(std::move(device), {});
+  absl::Status loaded = gpu->Load(graph, weights, bo);
+  ASSERT_TRUE(loaded.ok()) << loaded;
+  // Another user of the GPU takes all but the reserve the runner keeps free.
+  auto free_bytes = emu->FreeBytes();
+  ASSERT_TRUE(free_bytes.ok());
+  auto other = emu->Allocate(*free_bytes - RunnerOptions{}.reserve_bytes, "another process");
+  ASSERT_TRUE(other.ok()) << other.status();
+  auto plain = decode(*gpu);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  TuningTable table;  // the downs split in three along K: partial sums of every row, three times
+  table.gemv["q6_K 256x768 +residual"] = {{"ksplit", 3}};
+  table.gemv["q4_K 256x768 +residual"] = {{"ksplit", 3}};
+  absl::Status st = gpu->Retune(TuningToYaml(table));
+  EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted) << st;
+  auto after = decode(*gpu);
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(*after, *plain);
+}
+
 TEST(EmuModelSessionTest, GeneratesCpuRefsTokensGreedyAndSeeded) {
   const ir::Graph graph = Lowered(true);
   for (const SamplingParams sampling :

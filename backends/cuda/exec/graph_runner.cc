@@ -91,6 +91,18 @@ absl::Status GraphRunner::Relower(const TuningTable* tuning) {
     return absl::InternalError("cuda: lowering again moved the weights or the KV cache; load the model again");
   }
   RETURN_IF_ERROR(Finish("finishing the steps before lowering again"));
+  // Scratch that must grow is checked against the free memory before anything changes.
+  auto growth = [](int64_t now, int64_t then, int64_t unit) { return then > now ? then * unit : 0; };
+  const int64_t grow = growth(plan_.arena_bytes, plan.arena_bytes, 1) +
+                       growth(plan_.workspace_floats, plan.workspace_floats, 4) +
+                       growth(plan_.workspace_counters, plan.workspace_counters, 4);
+  if (grow > 0) {
+    ASSIGN_OR_RETURN(const int64_t free_bytes, device_.FreeBytes());
+    if (grow + options_.reserve_bytes > free_bytes) {
+      return absl::ResourceExhaustedError(absl::StrCat("cuda: lowering again needs ", GB(grow), " more scratch but ",
+                                                       GB(free_bytes), " are free"));
+    }
+  }
   // The new kernels first (a spec that cannot load leaves the old ones running), then their
   // scratch where it grew.
   std::vector<KernelHandle> old_kernels = std::move(kernels_);
@@ -119,12 +131,16 @@ absl::Status GraphRunner::Relower(const TuningTable* tuning) {
     buffers_.counters = static_cast<unsigned*>(Alloc(plan.workspace_counters * 4, "counters", &st));
     if (st.ok()) st = device_.Fill(buffers_.counters, 0, plan.workspace_counters * 4);
   }
-  RETURN_IF_ERROR(st);  // (out of memory: the runner is unusable, as after a failed load)
+  if (!st.ok()) {  // (the check above makes this rare) the old scratch is gone: no more steps
+    broken_ = absl::Status(st.code(), absl::StrCat(st.message(), " (lowering again); load the model again"));
+    return broken_;
+  }
   plan_.value_offset = std::move(plan.value_offset);
   plan_.temp_offset = std::move(plan.temp_offset);
   plan_.arena_bytes = std::max(plan_.arena_bytes, plan.arena_bytes);
   plan_.workspace_floats = std::max(plan_.workspace_floats, plan.workspace_floats);
   plan_.workspace_counters = std::max(plan_.workspace_counters, plan.workspace_counters);
+  plan_.other_bytes = std::max(plan_.other_bytes, plan.other_bytes);
   // The captured steps launch the old kernels: freed, and captured again at the next step.
   for (int g : {graph_plain_, graph_sample_}) {
     if (g >= 0) device_.DestroyGraph(g);
@@ -275,6 +291,7 @@ absl::Status GraphRunner::EnsureAllLogits() {
 }
 
 absl::Status GraphRunner::CheckStep(int64_t n, int64_t pos0) const {
+  RETURN_IF_ERROR(broken_);
   if (n < 1) return absl::InvalidArgumentError("cuda: a step with no tokens");
   if (n > options_.max_step_tokens) {
     return absl::InvalidArgumentError(absl::StrCat("cuda: a step of ", n, " tokens exceeds the ",

@@ -111,6 +111,9 @@ class GraphRunner {
   bool state_valid_ = false;
   int graph_plain_ = -1, graph_sample_ = -1;
   int64_t filled_ = 0;
+  // Set when Relower lost scratch it had freed (no memory for the larger one): every step after
+  // fails with it instead of launching kernels on freed memory.
+  absl::Status broken_;
 };
 
 }  // namespace jllm::cuda
