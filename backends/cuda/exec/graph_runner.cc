@@ -84,6 +84,7 @@ void GraphRunner::Release(void* p) {
 }
 
 absl::Status GraphRunner::Relower(const TuningTable* tuning) {
+  RETURN_IF_ERROR(broken_);  // its scratch is gone: only a new load helps
   ASSIGN_OR_RETURN(LoweredGraph lowered, LowerGraph(graph_, tuning, options_.target));
   ASSIGN_OR_RETURN(MemoryPlan plan, PlanMemory(graph_, lowered, options_.max_context, options_.max_step_tokens));
   if (plan.weight_offset != plan_.weight_offset || plan.weight_bytes != plan_.weight_bytes ||

@@ -145,9 +145,9 @@ JLLM_KERNEL(attention_mma, jllm::cuda::AttentionArgs, kThreads, 1) {
         tile[n] = take(p, rows) ? *piece_src(p, n) : make_uint4(0, 0, 0, 0);
       }
     };
-    // RING > 0: tile k into slot k mod RING, as one commit group (empty past the warp's tiles, so
-    // that the group of tile k is always the k-th of the loop below). `ring` is this lane's
-    // column of the warp's ring.
+    // RING > 0: tile k into slot k mod RING, as one commit group (committed empty past the warp's
+    // tiles, so every lane counts the same groups; the loop below says which group holds which
+    // tile). `ring` is this lane's column of the warp's ring.
     uint4* ring = ring_area + static_cast<long long>(warp) * kRing * kPieces * 32 + lane;
     auto slot_piece = [&](int k, int n) { return ring + ((k % (kRing > 0 ? kRing : 1)) * kPieces + n) * 32; };
     auto issue = [&](int k, Rows rows) {

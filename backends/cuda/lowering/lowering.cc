@@ -251,7 +251,7 @@ class Lowerer {
     // What the choices above could not fit (a shape beyond any ring or tile they can shrink):
     // refused here, naming the kernel, rather than by the GPU at load.
     for (const KernelSpec& spec : out_.specs) {
-      if (spec.smem + geo::kStaticSmemReserve > target_.smem_per_block) {
+      if (!Fits(spec.smem)) {
         return absl::UnimplementedError(absl::StrCat("cuda: kernel ", spec.label, " needs ", spec.smem,
                                                      " bytes of shared memory per CTA and up to ",
                                                      geo::kStaticSmemReserve, " static ones; this GPU allows ",
@@ -433,8 +433,8 @@ class Lowerer {
     auto gemv_smem = [&](int r) {
       return geo::GemvSmemBytes(k, static_cast<int>(slots)) + geo::GemvRingBytes(stage_bytes, r, nw);
     };
-    while (ring > 2 && gemv_smem(ring) + geo::kStaticSmemReserve > target_.smem_per_block) --ring;
-    if (ring > 0 && gemv_smem(ring) + geo::kStaticSmemReserve > target_.smem_per_block) ring = 0;
+    while (ring > 2 && !Fits(gemv_smem(ring))) --ring;
+    if (ring > 0 && !Fits(gemv_smem(ring))) ring = 0;
     defs.push_back(D("JLLM_RING", ring));
     defs.push_back(D("JLLM_BULK", knob("bulk", kGemvBulk) != 0));
     defs.push_back(D("JLLM_SPREAD", knob("spread", kGemvSpread) != 0));
@@ -525,9 +525,8 @@ class Lowerer {
       // Token tiles, then row tiles, narrowed until the CTA fits the GPU's shared memory (sm_86,
       // sm_89: the logits' q6_K tile of 128 tokens with x as hi + lo takes 100 KiB of their 99).
       auto f16_smem = [&](int b) { return geo::GemmF16SmemBytes(type, bm, b, split ? 2 : 1, up ? 2 : 1); };
-      auto fits = [&] { return f16_smem(bn) + geo::kStaticSmemReserve <= target_.smem_per_block; };
-      while (!fits() && bn > 32) bn /= 2;
-      if (!fits()) bm = 64;
+      while (!Fits(f16_smem(bn)) && bn > 32) bn /= 2;
+      if (!Fits(f16_smem(bn))) bm = 64;
       const int smem = f16_smem(bn);
       // CTAs per SM the registers are capped for: 2 of 8 warps (4 of 4), 128 registers a thread.
       const int auto_minb = 2 * (128 / bm);
@@ -544,9 +543,7 @@ class Lowerer {
       s.smem = smem;
     } else {
       const bool mma = mode != 0;
-      while (bn > 32 && geo::GemmSmemBytes(kGemmBm, bn, mma) + geo::kStaticSmemReserve > target_.smem_per_block) {
-        bn /= 2;
-      }
+      while (bn > 32 && !Fits(geo::GemmSmemBytes(kGemmBm, bn, mma))) bn /= 2;
       const std::string tile = bn != kGemmBn ? absl::StrCat(" bn", bn) : "";
       s = Base("gemm.cu", "gemm", absl::StrCat(name, mma ? " mma" : "", tile),
                {D("JLLM_TYPE", type), D("JLLM_K", k), D("JLLM_N", n), D("JLLM_BM", kGemmBm), D("JLLM_BN", bn),
@@ -991,6 +988,12 @@ class Lowerer {
         return absl::OkStatus();  // the backend samples after the logits
     }
     return absl::UnimplementedError("the CUDA backend has no kernel for this op");
+  }
+
+  // Whether a kernel whose dynamic shared memory is `dynamic_bytes` fits the target's CTA, with
+  // kStaticSmemReserve for its static arrays (decode attention counts its own exactly).
+  bool Fits(int64_t dynamic_bytes) const {
+    return dynamic_bytes + geo::kStaticSmemReserve <= target_.smem_per_block;
   }
 
   const ir::Graph& g_;
