@@ -255,6 +255,9 @@ void MatMulGroupCases(std::vector<OpCase>& cases) {
       {"qkv_q4k_norm", {{GgmlType::kQ4_K, 256}, {GgmlType::kQ4_K, 128}, {GgmlType::kQ4_K, 128}}, 512, 1, true, false},
       {"qkv_q4k_q6k_q4k", {{GgmlType::kQ4_K, 128}, {GgmlType::kQ6_K, 64}, {GgmlType::kQ4_K, 64}}, 256, 1, false, false},
       {"gate_up_swiglu_norm", {{GgmlType::kQ5_K, 300}, {GgmlType::kQ8_0, 300}}, 256, 1, true, true},
+      // A decode gate+up whose items take several unit steps (2 a row of 16-byte units, 4 as
+      // pairs): a GEMV ring slot of several steps (JLLM_GEMV_CHUNK) holds both matrices' rows.
+      {"gate_up_q4k_swiglu_norm", {{GgmlType::kQ4_K, 72}, {GgmlType::kQ4_K, 72}}, 2048, 1, true, true},
   };
   for (const P& p : params) {
     bool kquant = false;

@@ -38,7 +38,9 @@ struct OpVariant {
 // q6_K as unit pairs (8 lanes a row, x
 // per pair; the default on GEMVs of >= 4 MiB, which no op case reaches, so forced here) on the
 // ring, in registers with every matrix split in two along K and int8 x, and on the cp.async ring
-// with whole items round-robin; the prefill GEMM on f32 FMAs with 64-token tiles (the tile
+// with whole items round-robin; ring slots of several unit steps (JLLM_GEMV_CHUNK: chunks cut at
+// item ends and at the ends of a warp's range, a slot holding gate's and up's rows, by bulk
+// copies and by cp.async, and for pairs with every matrix split in two); the prefill GEMM on f32 FMAs with 64-token tiles (the tile
 // through stop 17), on the tf32 tensor cores for every type (the default through stop 18; the
 // default now reads the K-quants and q8_0 as raw quant tiles on the f16 tensor cores, gemm_f16.cu,
 // 128 rows a CTA with x as hi and lo), and gemm_f16.cu with 64 x 32 tiles, x as hi only and a
@@ -62,11 +64,20 @@ inline std::vector<OpVariant> CudaKernelVariants() {
        VariantCases::kGemvGroups},
       {"cpasync_ring3", {{"JLLM_GEMV_RING", "3"}, {"JLLM_GEMV_BULK", "0"}}, VariantCases::kGemvGroups},
       {"registers_spread", {{"JLLM_GEMV_RING", "0"}}, VariantCases::kGemvGroups},
+      {"chunk2_ring2_r3", {{"JLLM_GEMV_CHUNK", "2"}, {"JLLM_GEMV_RING", "2"}, {"JLLM_GEMV_R", "3"}},
+       VariantCases::kGemvGroups},
+      {"chunk3_cpasync_roundrobin",
+       {{"JLLM_GEMV_CHUNK", "3"}, {"JLLM_GEMV_BULK", "0"}, {"JLLM_GEMV_SPREAD", "0"}},
+       VariantCases::kGemv},
+      {"chunk4_ring3", {{"JLLM_GEMV_CHUNK", "4"}, {"JLLM_GEMV_NW", "2"}}, VariantCases::kGemv},
       {"early_norm", {{"JLLM_GEMV_LATE_NORM", "0"}}, VariantCases::kGemvNorm},
       {"gamma_late", {{"JLLM_GEMV_GAMMA_EARLY", "0"}}, VariantCases::kGemvNorm},
       {"pairs_split2", {{"JLLM_GEMV_PAIRS", "3"}, {"JLLM_GEMV_PAIRS_MIN_MIB", "0"}, {"JLLM_GEMV_KSPLIT", "2"}},
        VariantCases::kGemvPairs},
       {"pairs", {{"JLLM_GEMV_PAIRS", "3"}, {"JLLM_GEMV_PAIRS_MIN_MIB", "0"}}, VariantCases::kGemvPairs},
+      {"pairs_chunk2_split2",
+       {{"JLLM_GEMV_PAIRS", "3"}, {"JLLM_GEMV_PAIRS_MIN_MIB", "0"}, {"JLLM_GEMV_CHUNK", "2"}, {"JLLM_GEMV_KSPLIT", "2"}},
+       VariantCases::kGemvPairs},
       {"pairs_registers_split2_x8",
        {{"JLLM_GEMV_PAIRS", "3"},
         {"JLLM_GEMV_PAIRS_MIN_MIB", "0"},

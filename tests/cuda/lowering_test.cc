@@ -1,6 +1,7 @@
 // Lowering decisions that no kernel result shows: which decode launches prefetch which weights,
 // and what becomes of a tuning variable the kernels cannot take.
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -270,6 +271,39 @@ TEST(Lowering, EveryKernelFitsTheSharedMemoryOfTheTarget) {
       }
     }
   }
+}
+
+// JLLM_GEMV_CHUNK: a ring slot of several unit steps takes CHUNK times the bytes, so the ring
+// gives up slots first (to 2), then the chunk its steps, then the ring goes to registers (chunk 1).
+// 4b's gate+up (16 warps, a step 2 x 4 rows x 288 bytes, 10,880 bytes of staged x): on the H200
+// chunk 2 with a ring of 2 takes 2 x 16 x 4,616 + 10,880 = 158,592 bytes, chunk 3 with 2 slots
+// (232,320) is over; on a 99 KiB card even chunk 2 with 2 slots is (158,592), so ring 2 chunk 1.
+TEST(Lowering, GemvRingSlotsOfSeveralStepsShrinkToTheTarget) {
+  auto g = testing::PresetGraph("4b");
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto gate_up = [&](const char* chunk, int64_t limit, const char* ring = "3") {
+    ::jllm::testing::ScopedEnv env(
+        std::vector<std::pair<std::string, std::string>>{{"JLLM_GEMV_CHUNK", chunk}, {"JLLM_GEMV_RING", ring}});
+    auto lg = LowerGraph(*g, nullptr, LoweringTarget{limit});
+    EXPECT_TRUE(lg.ok()) << lg.status();
+    std::pair<std::string, int64_t> out;
+    for (const KernelSpec& s : lg->specs) {
+      if (absl::StartsWith(s.label, "gemv q4_K+q4_K 9728+9728x2560")) out = {s.label, s.smem};
+      EXPECT_LE(s.smem + geometry::kStaticSmemReserve, limit) << s.label;
+      std::map<std::string, std::string> defines;
+      for (const auto& [name, value] : s.DefineList()) defines[name] = value;
+      if (s.source == "gemv.cu" && defines["JLLM_RING"] == "0") EXPECT_EQ(defines["JLLM_CHUNK"], "1") << s.label << ": registers take no chunks";
+    }
+    return out;
+  };
+  const std::string kGateUp = "gemv q4_K+q4_K 9728+9728x2560 +norm +swiglu x:i16";
+  EXPECT_EQ(gate_up("1", kSmemPerBlockSm90), std::make_pair(kGateUp + " ring3 pairs", int64_t{10880 + 3 * 16 * 2312}));
+  EXPECT_EQ(gate_up("2", kSmemPerBlockSm90),
+            std::make_pair(kGateUp + " ring2 chunk2 pairs", int64_t{10880 + 2 * 16 * 4616}));
+  EXPECT_EQ(gate_up("4", kSmemPerBlockSm90),
+            std::make_pair(kGateUp + " ring2 chunk2 pairs", int64_t{10880 + 2 * 16 * 4616}));
+  EXPECT_EQ(gate_up("2", kSmemPerBlockSm86), std::make_pair(kGateUp + " ring2 pairs", int64_t{10880 + 2 * 16 * 2312}));
+  EXPECT_EQ(gate_up("2", kSmemPerBlockSm90, "0"), std::make_pair(kGateUp + " pairs", int64_t{10880}));
 }
 
 // A kernel nothing can shrink enough is refused by the lowering, naming it and the GPU's limit.

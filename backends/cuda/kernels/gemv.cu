@@ -28,6 +28,8 @@
 // weight_types.cuh), JLLM_NORM, JLLM_RESIDUAL, JLLM_SWIGLU, JLLM_RING (0: the steps ahead
 // in registers, DEPTH of them; n >= 2: in a shared-memory ring of n slots per warp), JLLM_BULK
 // (1: the ring is filled by bulk copies on sm_90; 0: by 16-byte cp.async everywhere),
+// JLLM_CHUNK (RING > 0: a slot holds up to CHUNK consecutive unit steps of one item, each row's
+// bytes of them one copy — CHUNK times fewer copies, arms and waits a byte; 1: a step a slot),
 // JLLM_SPREAD (0: a CTA's items go to its warps round-robin; 1: each warp takes an equal
 // contiguous range of the CTA's unit steps, items cut at a boundary summed across warps),
 // JLLM_LATE_NORM (1: with NORM and no K split, x·gamma is staged in the same pass that sums
@@ -65,6 +67,7 @@ constexpr bool kSwiglu = JLLM_SWIGLU;
 constexpr int kXPlanes = JLLM_XPLANES;
 constexpr int kRing = JLLM_RING;
 constexpr int kRingSlots = kRing > 0 ? kRing : 1;  // the modulus of a slot index
+constexpr int kChunk = JLLM_CHUNK;  // unit steps a ring slot holds
 constexpr bool kSpread = JLLM_SPREAD;  // a CTA's steps split evenly among its warps
 constexpr bool kLateNorm = kNorm && JLLM_LATE_NORM && JLLM_KSPLIT == 1;  // the RMS scale applied to y
 constexpr bool kGammaEarly = kNorm && JLLM_GAMMA_EARLY;
@@ -133,9 +136,9 @@ template <int kM>
 constexpr bool StagesRunXq() { return StagesXq<kM>() && !PairUnits(kM); }  // in runs of 16
 template <int kM>
 constexpr bool StagesPairXq() { return StagesXq<kM>() && PairUnits(kM); }  // per pair of 64
-// A ring slot (RING > 0) holds one step of R rows of each matrix an item reads, for the widest
-// member group (launch_geometry.h, GemvRingBytes).
-constexpr int StageBytes(int m) { return geo::GemvStageBytes(kType[m], kPairs, kR, kMembersPerItem); }
+// A ring slot (RING > 0) holds CHUNK steps of R rows of each matrix an item reads, for the
+// widest member group (launch_geometry.h, GemvRingBytes).
+constexpr int StageBytes(int m) { return geo::GemvStageBytes(kType[m], kPairs, kR, kMembersPerItem, kChunk); }
 constexpr int MaxStageBytes(int m) {
   return m == 0 ? StageBytes(0) : (StageBytes(m) > MaxStageBytes(m - 1) ? StageBytes(m) : MaxStageBytes(m - 1));
 }
@@ -151,6 +154,7 @@ static_assert(kKsplit >= 1 && kKsplit <= kGroups256, "KSPLIT in 1..K/256");
 static_assert(kDepth >= 1 && kDepth <= 8, "DEPTH in 1..8");
 static_assert(kXPlanes >= 0 && kXPlanes <= 2, "XPLANES 0, 1 or 2");
 static_assert(kRing == 0 || (kRing >= 2 && kRing <= 16), "RING 0 (registers) or 2..16 slots");
+static_assert(kChunk >= 1 && kChunk <= 8 && (kRing > 0 || kChunk == 1), "CHUNK 1..8, above 1 only with a ring");
 static_assert(3 * kK / 16 <= kSlotFloat4 && 5 * kK / 32 <= kSlotFloat4 && 10 * kK / 64 <= kSlotFloat4,
               "a quantized slot (3 arrays of 16-element units, 5 of 32-element units or 10 of pairs) fits");
 static_assert(!(PairUnits(0) || PairUnits(1) || PairUnits(2)) || kXPlanes > 0, "pairs read quantized x");
@@ -505,10 +509,10 @@ __device__ __forceinline__ void StepDots(const typename WType<kWt[kM]>::Frag (&f
 // The warp's share of member-group kM in split `split` — of the CTA's items [i0, i1), those
 // with index ≡ `phase` (mod NW) (SPREAD 0) or an equal range of their unit steps (SPREAD 1) —
 // as one stream of unit steps, across item boundaries, with the steps ahead in flight: kDepth
-// steps in registers (RING 0), or RING - 1 steps copied (bulk copies or cp.async) into the
-// warp's ring of RING shared-memory slots (`ring`, with an mbarrier per slot in `bars`), so
-// that the bytes in flight are bounded by shared memory instead of registers; `ring_base`
-// counts the warp's ring steps across segments. `first`: this is the CTA's first segment:
+// steps in registers (RING 0), or RING - 1 chunks of up to CHUNK steps copied (bulk copies or
+// cp.async) into the warp's ring of RING shared-memory slots (`ring`, with an mbarrier per slot
+// in `bars`), so that the bytes in flight are bounded by shared memory instead of registers;
+// `ring_base` counts the warp's ring chunks across segments. `first`: this is the CTA's first segment:
 // every warp calls it, its opening loads go out before the wait for the predecessor, and it
 // stages x.
 template <int kM>
@@ -526,7 +530,8 @@ __device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int sp
   constexpr int kN = kRows[kM];
   constexpr int kStep = geo::GemvStepBytes(T, kPairs);  // bytes of one row's step in a ring slot
   constexpr int kUnitBytes = kStep / kLpr;                // a unit's share of a row's body bytes
-  static_assert(kStep % 32 == 0 && kMembersPerItem * kItemRows * kStep <= kStageBytes, "a step fits a ring slot");
+  constexpr int kRowArea = kChunk * kStep;  // a row's bytes in a ring slot: CHUNK steps
+  static_assert(kStep % 32 == 0 && kMembersPerItem * kItemRows * kRowArea <= kStageBytes, "a chunk fits a ring slot");
   static_assert(kMembersPerItem * kItemRows <= 32, "a lane issues each row's copy of a step");
 
   const int lane = threadIdx.x & 31;
@@ -674,23 +679,31 @@ __device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int sp
       }
     }
   } else {
-    // The warp's steps are numbered across its segments (g = ring_base + t); slot g mod RING
-    // holds step g: for each matrix j and row o of the item (o = row - row0), the step's bytes
-    // of the row at (j·ItemRows + o)·kStep, copied verbatim, so W::Load reads a unit at its
-    // offset in the row relative to the step's first block. Bulk copies (sm_90): lane j·ItemRows
-    // + o copies row o of matrix j, lane 0 arms the slot's mbarrier with all of their bytes
-    // (a copy may land before the arming: the transaction count goes negative meanwhile); step
-    // g is use g / RING of its slot. cp.async: every lane copies 16-byte chunks of every row and
-    // commits one group per step (empty past the end), so "step t has landed" is "at most RING -
-    // 2 groups pending".
-    auto issue = [&](int t) {
-      if (t < n_steps) {
-        const int s = s_of(t), row0 = rg_of(t) * kItemRows;
-        const int units = min(kLpr, n_units - kLpr * s);
+    // The warp's steps pass through the ring in chunks: up to CHUNK consecutive steps of one item
+    // (a chunk ends at its item's last step or the warp's), numbered across the warp's segments
+    // (g = ring_base + q for the segment's chunk q); slot g mod RING holds chunk g: for each
+    // matrix j and row o of the item (o = row - row0), the chunk's bytes of the row at
+    // (j·ItemRows + o)·kRowArea, copied verbatim (a row's consecutive steps are consecutive
+    // bytes), so W::Load reads unit lu of the chunk's step c as unit lu + LPR·c of the row's area.
+    // Bulk copies (sm_90): lane j·ItemRows + o copies row o of matrix j, lane 0 arms the slot's
+    // mbarrier with all of their bytes (a copy may land before the arming: the transaction count
+    // goes negative meanwhile); chunk g is use g / RING of its slot. cp.async: every lane copies
+    // 16-byte pieces of every row and commits one group per chunk (empty past the end), so "chunk
+    // q has landed" is "at most RING - 2 groups pending". The issuing and the consuming side walk
+    // the same chunks: both cut them with chunk_len from step 0.
+    auto chunk_len = [&](int t) {
+      if constexpr (kChunk == 1) return 1;
+      return min(kChunk, min(kSteps - s_of(t), n_steps - t));
+    };
+    int t_issue = 0, q_issue = 0;  // the first step of the next chunk to issue, its number
+    auto issue_next = [&] {
+      if (t_issue < n_steps) {
+        const int s = s_of(t_issue), row0 = rg_of(t_issue) * kItemRows, len = chunk_len(t_issue);
+        const int units = min(kLpr * len, n_units - kLpr * s);  // a row's units (a split's last step may be short)
         const int rows = units > 0 ? min(kItemRows, kN - row0) : 0;  // the item's rows in the matrix
-        const int g = ring_base + t;
+        const int g = ring_base + q_issue;
         jllm_u8* slot = ring + (g % kRingSlots) * kStageBytes;
-        const jllm_i64 col = static_cast<jllm_i64>(u0 + kLpr * s) * kUnitBytes;  // the step's first byte in a row
+        const jllm_i64 col = static_cast<jllm_i64>(u0 + kLpr * s) * kUnitBytes;  // the chunk's first byte in a row
         if constexpr (kBulk) {
 #if JLLM_HAS_BULK_COPY
           jllm_u64* bar = bars + g % kRingSlots;
@@ -702,62 +715,73 @@ __device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int sp
 #pragma unroll
           for (int m = 1; m < kMembersPerItem; ++m) base = j == m ? wbase[m] : base;
           if (j < kMembersPerItem && o < rows) {
-            jllm_bulk_copy(slot + (j * kItemRows + o) * kStep, base + (row0 + o) * kRowStride + col,
+            jllm_bulk_copy(slot + (j * kItemRows + o) * kRowArea, base + (row0 + o) * kRowStride + col,
                            static_cast<jllm_u32>(units * kUnitBytes), bar);
           }
 #endif
         } else {
-          const int chunks = units * kUnitBytes / 16;
+          const int pieces = units * kUnitBytes / 16;
 #pragma unroll
           for (int j = 0; j < kMembersPerItem; ++j) {
 #pragma unroll
             for (int o = 0; o < kItemRows; ++o) {
               if (o < rows) {
                 const jllm_u8* src = wbase[j] + (row0 + o) * kRowStride + col;
-                jllm_u8* dst = slot + (j * kItemRows + o) * kStep;
+                jllm_u8* dst = slot + (j * kItemRows + o) * kRowArea;
 #pragma unroll
-                for (int c = lane; c < kStep / 16; c += 32) {
-                  if (c < chunks) jllm_cp_async16(dst + 16 * c, src + 16 * c);
+                for (int c = lane; c < kRowArea / 16; c += 32) {
+                  if (c < pieces) jllm_cp_async16(dst + 16 * c, src + 16 * c);
                 }
               }
             }
           }
         }
+        t_issue += len;
       }
+      ++q_issue;
       if constexpr (!kBulk) jllm_cp_async_commit();
     };
     __syncwarp();  // the warp's previous segment has read every slot
 #pragma unroll
-    for (int b = 0; b < kRing - 1; ++b) issue(b);
+    for (int b = 0; b < kRing - 1; ++b) issue_next();
     __syncwarp();  // (the emulation runs lanes one at a time: lane 0 has issued before any waits)
     stage_x();
+    int q = 0, c0 = 0, c_end = 0;  // chunks opened, the open chunk's first step, the step after it
+    const jllm_u8* slot = ring;
 #pragma unroll 1
     for (int t = 0; t < n_steps; ++t) {
-      const int g = ring_base + t;
-      if constexpr (kBulk) {
+      const bool opens = kChunk == 1 || t == c_end;  // step t begins chunk q
+      if (opens) {
+        const int g = ring_base + q;
+        if constexpr (kBulk) {
 #if JLLM_HAS_BULK_COPY
-        jllm_mbar_wait(bars + g % kRingSlots, static_cast<jllm_u32>(g / kRingSlots));
+          jllm_mbar_wait(bars + g % kRingSlots, static_cast<jllm_u32>(g / kRingSlots));
 #endif
-      } else {
-        jllm_cp_async_wait<kRing - 2>();
+        } else {
+          jllm_cp_async_wait<kRing - 2>();
+        }
+        __syncwarp();  // every lane's copies of chunk q are visible; every lane has read chunk q - 1
+        slot = ring + (g % kRingSlots) * kStageBytes;
+        c0 = t;
+        c_end = t + chunk_len(t);
+        ++q;
       }
-      __syncwarp();  // every lane's copies of step t are visible; every lane has read step t - 1
       const int s = s_of(t);
       Frag f[kMembersPerItem][kRpl];
-      const jllm_u8* slot = ring + (g % kRingSlots) * kStageBytes;
       if (lu + kLpr * s < n_units) {
 #pragma unroll
         for (int j = 0; j < kMembersPerItem; ++j) {
 #pragma unroll
           for (int r = 0; r < kRpl; ++r) {
-            f[j][r] = W::template Load<FromShared>(slot + (j * kItemRows + lr + kRowLanes * r) * kStep, lu);
+            f[j][r] = W::template Load<FromShared>(slot + (j * kItemRows + lr + kRowLanes * r) * kRowArea,
+                                                   lu + kLpr * (t - c0));
           }
         }
       }
-      issue(t + kRing - 1);  // into slot (g - 1) mod RING, which every lane has read
+      if (opens) issue_next();  // RING - 1 chunks ahead, into the previous chunk's slot: every lane has read it
       consume(t, f);
     }
-    ring_base += n_steps;
+    ring_base += q;
   }
   finish_cut_item();
 }
@@ -787,7 +811,7 @@ JLLM_KERNEL(gemv, jllm::cuda::GemvArgs, kThreads, JLLM_MINB) {
   jllm_u8* ring_area = reinterpret_cast<jllm_u8*>(xs + kSlots * kSlotFloat4);
   jllm_u8* ring = ring_area + warp * kRing * kStageBytes;
   jllm_u64* bars = reinterpret_cast<jllm_u64*>(ring_area + kNw * kRing * kStageBytes) + warp * kRing;
-  int ring_base = 0;  // the warp's ring steps so far
+  int ring_base = 0;  // the warp's ring chunks so far
   float x_scale = 1.0f;  // what the first segment's StageX returns
   if constexpr (kBulk) {
 #if JLLM_HAS_BULK_COPY

@@ -47,11 +47,11 @@ constexpr int GemvStepBytes(int type, int pairs) {
   return static_cast<int>(GemvLanesPerRow(type, pairs) * static_cast<long long>(layout::BodyBytes(type)) * 256 /
                           layout::BlockElems(type) / GemvUnits256(type, pairs));
 }
-// Each warp owns `ring` slots; a slot holds one step of an item's rows of every matrix it reads
-// (`matrices`: 2 for gate+up, else 1), for the widest type: `stage_bytes` is the largest
-// GemvStageBytes over the group's item kinds.
-constexpr int GemvStageBytes(int type, int pairs, int rows, int matrices) {
-  return matrices * GemvItemRows(type, pairs, rows) * GemvStepBytes(type, pairs);
+// Each warp owns `ring` slots; a slot holds `chunk` steps (JLLM_CHUNK) of an item's rows of every
+// matrix it reads (`matrices`: 2 for gate+up, else 1), for the widest type: `stage_bytes` is the
+// largest GemvStageBytes over the group's item kinds.
+constexpr int GemvStageBytes(int type, int pairs, int rows, int matrices, int chunk) {
+  return matrices * GemvItemRows(type, pairs, rows) * GemvStepBytes(type, pairs) * chunk;
 }
 // Behind the slots, one 8-byte mbarrier per slot (used by the bulk copies).
 constexpr int GemvRingBytes(int stage_bytes, int ring, int warps) { return (stage_bytes + 8) * ring * warps; }

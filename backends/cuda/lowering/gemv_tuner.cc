@@ -70,6 +70,8 @@ const std::vector<GemvTuneDimension>& GemvTuneDimensions() {
         {{"nw", 16}, {"minb", 2}, {"per_sm", 1}},
         {{"nw", 8}, {"minb", 4}, {"per_sm", 2}}}},
       {"ring", {{{"ring", 2}}, {{"ring", 3}}, {{"ring", 4}}, {{"ring", 6}}, {{"ring", 8}}, {{"ring", 0}}}},
+      // Steps a ring slot holds (one bulk copy a row of them): fewer copy instructions a byte.
+      {"chunk", {{{"chunk", 1}}, {{"chunk", 2}}, {{"chunk", 4}}}},
       {"rows", {{{"r", 1}}, {{"r", 2}}}},
       {"pairs", {{{"pairs", 0}}, {{"pairs", 3}, {"pairs_min_mib", 0}}}},
       {"split", {{{"ksplit", 1}}, {{"ksplit", 2}}, {{"ksplit", 4}}}},

@@ -44,7 +44,7 @@ static_assert(static_cast<int>(ir::KvDType::kF16) == 0 && static_cast<int>(ir::K
 // overridden for A/B measurements by an environment variable read wherever the graph is lowered
 // (the CUDA backend at load; jllm-compile for --arch CUBINs, which match only the same values):
 // JLLM_GEMV_R, JLLM_GEMV_NW, JLLM_GEMV_DEPTH, JLLM_GEMV_MINB, JLLM_GEMV_ITEMS, JLLM_GEMV_KSPLIT,
-// JLLM_GEMV_X (lowering.h), JLLM_GEMV_RING (0 = registers), JLLM_GEMV_BULK, JLLM_GEMV_SPREAD,
+// JLLM_GEMV_X (lowering.h), JLLM_GEMV_RING (0 = registers), JLLM_GEMV_CHUNK, JLLM_GEMV_BULK, JLLM_GEMV_SPREAD,
 // JLLM_GEMV_LATE_NORM, JLLM_GEMV_PAIRS, JLLM_GEMV_PAIRS_MIN_MIB;
 // JLLM_GEMM_MMA, JLLM_PREFETCH (lowering.h), JLLM_GEMM_BN, JLLM_GEMM_BM, JLLM_GEMM_XSPLIT,
 // JLLM_GEMM_MINB, JLLM_GEMM_PAIR; JLLM_ATTN_SPLITS, JLLM_ATTN_MINCHUNK, JLLM_ATTN_NW, JLLM_ATTN_RING (decode
@@ -74,6 +74,9 @@ constexpr int kGemvMaxSplit = 8;
 constexpr int kGemvActivationPlanes = 2;  // int16 x (GemvActivationPlanes, lowering.h)
 constexpr int kGemvRing = 3;    // slots of a shared-memory ring per warp (0: steps ahead in registers)
 constexpr int kGemvBulk = 1;    // the ring filled by bulk copies on sm_90 (0: cp.async everywhere)
+// Unit steps a ring slot holds, each row's bytes of them one copy (gemv.cu, JLLM_CHUNK): 1 until
+// measured (stop 25 built it without a GPU; docs/PERF.md, "Fewer, larger bulk copies").
+constexpr int kGemvChunk = 1;
 constexpr int kGemvSpread = 1;  // 1: warps take equal step ranges (0: whole items round-robin)
 // 1 (the default since stop 18: tg128 +8 % on 0.6b, 4b and 14b, docs/PERF.md): a normed GEMV
 // without a K split stages x·gamma while it sums x² and scales its results (one pass over x, one
@@ -395,7 +398,7 @@ class Lowerer {
                           : 0;
     int64_t row_groups = 0, total_rows = 0, weight_bytes = 0, slots = 0;
     bool any_pairs = false;  // a member read as pairs (the label says so)
-    int stage_bytes = 0;  // a ring slot: one step of R rows of each matrix an item reads
+    int stage_bytes = 0;  // one step of R rows of each matrix an item reads (a ring slot holds CHUNK)
     int max_split = kGemvMaxSplit;
     for (size_t m = 0; m < members.size(); ++m) {
       const ir::WeightRef& w = W(members[m]);
@@ -408,7 +411,7 @@ class Lowerer {
       for (size_t i = 0; i < m; ++i) new_type &= W(members[i]).type != w.type;
       if (new_type && (!swiglu || m == 0)) ++slots;
       if (!swiglu || m == 0) {
-        stage_bytes = std::max(stage_bytes, geo::GemvStageBytes(type, pairs, r, swiglu ? 2 : 1));
+        stage_bytes = std::max(stage_bytes, geo::GemvStageBytes(type, pairs, r, swiglu ? 2 : 1, /*chunk=*/1));
       }
       // A split keeps at least one unit for every lane of a row.
       max_split = std::min<int>(
@@ -428,14 +431,18 @@ class Lowerer {
     defs.push_back(D("JLLM_DEPTH", knob("depth", kGemvDepth)));
     defs.push_back(D("JLLM_MINB", knob("minb", ffn ? kGemvFfnMinBlocks : kGemvMinBlocks)));
     // The ring as deep as asked while the CTA fits the GPU's shared memory (sm_86/sm_89: 99 KiB;
-    // 4b's gate+up ring of 3 takes 119), else in registers.
+    // 4b's gate+up ring of 3 takes 119), then its slots as long, else in registers.
     int ring = static_cast<int>(knob("ring", kGemvRing));
-    auto gemv_smem = [&](int r) {
-      return geo::GemvSmemBytes(k, static_cast<int>(slots)) + geo::GemvRingBytes(stage_bytes, r, nw);
+    int chunk = static_cast<int>(knob("chunk", kGemvChunk));
+    auto gemv_smem = [&](int r, int c) {
+      return geo::GemvSmemBytes(k, static_cast<int>(slots)) + geo::GemvRingBytes(stage_bytes * c, r, nw);
     };
-    while (ring > 2 && !Fits(gemv_smem(ring))) --ring;
-    if (ring > 0 && !Fits(gemv_smem(ring))) ring = 0;
+    while (ring > 2 && !Fits(gemv_smem(ring, chunk))) --ring;
+    while (ring > 0 && chunk > 1 && !Fits(gemv_smem(ring, chunk))) --chunk;
+    if (ring > 0 && !Fits(gemv_smem(ring, chunk))) ring = 0;
+    if (ring == 0) chunk = 1;  // (steps in registers)
     defs.push_back(D("JLLM_RING", ring));
+    defs.push_back(D("JLLM_CHUNK", chunk));
     defs.push_back(D("JLLM_BULK", knob("bulk", kGemvBulk) != 0));
     defs.push_back(D("JLLM_SPREAD", knob("spread", kGemvSpread) != 0));
     defs.push_back(
@@ -450,7 +457,8 @@ class Lowerer {
     KernelSpec s = Base("gemv.cu", "gemv",
                         absl::StrCat("gemv ", key, ksplit > 1 ? absl::StrCat(" split", ksplit) : "",
                                      x_planes == 1 ? " x:i8" : x_planes == 2 ? " x:i16" : "",
-                                     ring > 0 ? absl::StrCat(" ring", ring) : "", any_pairs ? " pairs" : ""),
+                                     ring > 0 ? absl::StrCat(" ring", ring) : "",
+                                     chunk > 1 ? absl::StrCat(" chunk", chunk) : "", any_pairs ? " pairs" : ""),
                         defs, 32 * nw);
     s.grid_x = row_groups * ksplit;  // at most one CTA an item
     // JLLM_GEMV_GRID=N: at most N CTAs (0, the default: as many as fit the SMs). Fewer than fit
@@ -464,7 +472,7 @@ class Lowerer {
     // JLLM_GEMV_PER_SM=N: at most N CTAs an SM, the same kind of room on every SM (with NW 16 and
     // MINB 2, one CTA of 16 warps in half the registers: the next GEMV's CTA starts beside it).
     s.max_per_sm = knob("per_sm", 0);
-    s.smem = gemv_smem(ring);
+    s.smem = gemv_smem(ring, chunk);
     s.weight_bytes = weight_bytes;
     const int64_t out_rows = swiglu ? W(members[0]).dim(1) : total_rows;
     s.bytes_per_token = (k + out_rows + (residual.present() ? out_rows : 0)) * 4;

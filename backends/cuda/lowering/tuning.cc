@@ -48,6 +48,7 @@ const std::vector<GemvKnob>& GemvKnobs() {
       {"minb", "JLLM_GEMV_MINB", 1, 32, -1, "CTAs an SM the registers are capped for"},
       {"r", "JLLM_GEMV_R", 1, 8, -1, "rows a warp item reads (16-byte units; pairs take 4)"},
       {"ring", "JLLM_GEMV_RING", 0, 16, 1, "shared-memory slots a warp (0: registers)"},
+      {"chunk", "JLLM_GEMV_CHUNK", 1, 8, -1, "unit steps a ring slot holds, one copy a row (ring > 0)"},
       {"depth", "JLLM_GEMV_DEPTH", 1, 8, -1, "steps ahead in registers (ring 0)"},
       {"bulk", "JLLM_GEMV_BULK", 0, 1, -1, "ring filled by bulk copies (sm_90) or cp.async"},
       {"spread", "JLLM_GEMV_SPREAD", 0, 1, -1, "warps take equal step ranges (1) or whole items"},
