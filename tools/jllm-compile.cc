@@ -156,11 +156,9 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "jllm-compile: tuning the decode GEMVs on %s\n", (*timer)->device().c_str());
     jllm::cuda::GemvTuneOptions to;
     to.max_shapes = static_cast<int>(tune_shapes);
-    // The identity names the GPU's architecture ("NVIDIA H200 (sm_90, 132 SMs)"): the search
-    // lowers its candidates for that GPU's shared memory, as the backend it times does.
-    if (const size_t at = (*timer)->device().find("(sm_"); at != std::string::npos) {
-      to.target = jllm::cuda::TargetForArch(std::string_view((*timer)->device()).substr(at + 1));
-    }
+    // The identity names the GPU's architecture and SMs ("NVIDIA H200 (sm_90, 132 SMs)"): the
+    // search lowers its candidates for that GPU, as the backend it times does.
+    to.target = jllm::cuda::TargetForDevice((*timer)->device());
     to.progress = [](const std::string& line) { std::fprintf(stderr, "jllm-compile: tune: %s\n", line.c_str()); };
     auto result = jllm::cuda::TuneDecodeGemvs(plan.graph, (*timer)->device(), std::ref(**timer), to);
     if (!result.ok()) return Fail(result.status());

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -193,6 +194,42 @@ TEST(EmuModelTest, RunsWithinTheSharedMemoryOfA99KiBGpu) {
   ASSERT_EQ(narrow->first.size(), static_cast<size_t>(graph.config.n_vocab));
   EXPECT_EQ(narrow->first, wide->first);
   EXPECT_EQ(narrow->second, wide->second);
+}
+
+// The backend lowers for its device's SMs as well as its shared memory: on an emulated 132-SM GPU
+// it loads the kernels LowerGraph gives for 132 SMs (the H200's, the default target), on a 4-SM
+// one those for 4 — which differ for the tiny model (a prefill GEMM's token tile, gate+up as one
+// pair: the rules that fill the GPU with CTAs).
+TEST(EmuModelTest, LowersForTheSmsOfItsGpu) {
+  const ir::Graph graph = Lowered(true);
+  BlobWeightSource weights(Blob());
+  auto loaded = [&](int sms) -> absl::StatusOr<std::set<std::string>> {
+    EmuOptions eo;
+    eo.sm_count = sms;
+    auto device = std::make_unique<EmuDevice>(eo);
+    EmuDevice* emu = device.get();
+    auto gpu = CreateCudaBackendOn(std::move(device), {});
+    BackendOptions bo;
+    bo.max_context = 16;
+    bo.max_step_tokens = 8;
+    bo.n_threads = 2;
+    RETURN_IF_ERROR(gpu->Load(graph, weights, bo));
+    const std::vector<std::string> keys = emu->loaded_keys();
+    return std::set<std::string>(keys.begin(), keys.end());
+  };
+  auto lowered = [&](int sms) {
+    auto lg = LowerGraph(graph, nullptr, LoweringTarget{227 * 1024, sms});
+    EXPECT_TRUE(lg.ok()) << lg.status();
+    std::set<std::string> keys;
+    for (const KernelSpec& s : lg->specs) keys.insert(s.ModuleKey());
+    return keys;
+  };
+  ASSERT_NE(lowered(4), lowered(132)) << "the tiny model must lower differently on 4 and 132 SMs";
+  for (int sms : {4, 132}) {
+    auto keys = loaded(sms);
+    ASSERT_TRUE(keys.ok()) << keys.status();
+    EXPECT_EQ(*keys, lowered(sms)) << sms << " SMs";
+  }
 }
 
 // A tuning table (CudaBackendOptions::tuning, from the plan's TUNE section) reaches the

@@ -237,6 +237,27 @@ TEST(LoweringTarget, SharedMemoryOfEachArchitecture) {
   EXPECT_EQ(LoweringTarget{}.smem_per_block, TargetForArch("sm_90").smem_per_block);
 }
 
+// The SMs the lowering fills: the GPU an architecture means here (the Orin Nano for sm_87), and a
+// device identity's own count where it gives one.
+TEST(LoweringTarget, SmsOfEachArchitectureAndDevice) {
+  EXPECT_EQ(TargetForArch("sm_87").sms, 8);
+  EXPECT_EQ(TargetForArch("sm_80").sms, 108);
+  EXPECT_EQ(TargetForArch("sm_90").sms, 132);
+  EXPECT_EQ(TargetForArch("sm_89").sms, 132);  // no one GPU: as before targets had SMs
+  EXPECT_EQ(LoweringTarget{}.sms, 132);
+  const LoweringTarget orin = TargetForDevice("Orin (sm_87, 8 SMs)");
+  EXPECT_EQ(orin.sms, 8);
+  EXPECT_EQ(orin.smem_per_block, 166912);
+  const LoweringTarget h100 = TargetForDevice("NVIDIA H100 PCIe (sm_90, 114 SMs)");
+  EXPECT_EQ(h100.sms, 114);
+  EXPECT_EQ(h100.smem_per_block, 232448);
+  EXPECT_EQ(TargetForDevice("NVIDIA GeForce RTX 4090 (sm_89, 128 SMs)").sms, 128);
+  EXPECT_EQ(TargetForDevice("NVIDIA GeForce RTX 4090 (sm_89, 128 SMs)").smem_per_block, 101376);
+  EXPECT_EQ(TargetForDevice("NVIDIA L4 (sm_89)").sms, 132);  // no count: the architecture's
+  EXPECT_EQ(TargetForDevice("CPU emulation").sms, LoweringTarget{}.sms);
+  EXPECT_EQ(TargetForDevice("CPU emulation").smem_per_block, LoweringTarget{}.smem_per_block);
+}
+
 // Every kernel of the reference presets fits the shared memory of the GPU it is lowered for, by
 // the lowering's own accounting (Nvrtc.EveryKernelFitsTheSharedMemoryOfItsTarget checks the
 // static part against ptxas): lowered for sm_90, 4b's gate+up GEMV takes 119 KiB, its logits GEMM
@@ -557,6 +578,48 @@ TEST(Lowering, KSplitCountsEightWarpCtas) {
     }
     EXPECT_EQ(downs, preset == "4b" ? 36 : 28) << preset;
   }
+}
+
+// The heuristics that fill a GPU count the target's SMs: on the H200 (132) 0.6b's downs split
+// along K for enough items a warp, its narrow prefill GEMMs take 64-token tiles and its gate+up
+// no pair; on the Orin Nano's 8 SMs every GEMV has enough items unsplit (a split would add only
+// its ticket), and every prefill GEMM fills the GPU with 128-token tiles. The lowering for the
+// H200's own numbers is the default one.
+TEST(Lowering, FillHeuristicsCountTheTargetsSms) {
+  auto g = testing::PresetGraph("0.6b");
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto h200 = LowerGraph(*g, nullptr, LoweringTarget{kSmemPerBlockSm90, 132});
+  auto by_default = LowerGraph(*g);
+  auto orin = LowerGraph(*g, nullptr, TargetForArch("sm_87"));
+  ASSERT_TRUE(h200.ok() && by_default.ok() && orin.ok());
+  ASSERT_EQ(h200->specs.size(), by_default->specs.size());
+  for (size_t i = 0; i < h200->specs.size(); ++i) EXPECT_EQ(h200->specs[i].ModuleKey(), by_default->specs[i].ModuleKey());
+  auto splits = [](const LoweredGraph& lg) {
+    int split = 0;
+    for (const auto& [key, spec] : DecodeGemvs(lg)) split += std::stoi(Define(spec, "JLLM_KSPLIT")) > 1 ? 1 : 0;
+    return split;
+  };
+  EXPECT_GE(splits(*h200), 28);  // the downs at least
+  EXPECT_EQ(splits(*orin), 0);
+  // The token tiles (JLLM_BN) of the prefill GEMMs that are not a gate+up pair, and the pairs.
+  auto gemms = [](const LoweredGraph& lg) {
+    std::pair<std::set<std::string>, int> out{{}, 0};
+    for (const KernelSpec& s : lg.specs) {
+      if (s.source != "gemm_f16.cu") continue;
+      if (Define(s, "JLLM_PAIR") == "1") {
+        ++out.second;  // (64 tokens at most)
+      } else {
+        out.first.insert(Define(s, "JLLM_BN"));
+      }
+    }
+    return out;
+  };
+  const auto [h200_tiles, h200_pairs] = gemms(*h200);
+  const auto [orin_tiles, orin_pairs] = gemms(*orin);
+  EXPECT_EQ(h200_tiles, (std::set<std::string>{"64", "128"}));
+  EXPECT_EQ(orin_tiles, (std::set<std::string>{"128"}));
+  EXPECT_EQ(h200_pairs, 0);
+  EXPECT_GT(orin_pairs, 0);
 }
 
 // A persistent grid: as many CTAs as fit every SM, at most max_per_sm an SM (the room PER_SM

@@ -91,10 +91,12 @@ class CudaBackend : public Backend {
     return absl::OkStatus();
   }
 
-  // The kernels fit this GPU's shared memory per CTA (a device that does not say: sm_90's).
+  // The kernels fit this GPU's shared memory per CTA and its SMs (a device that does not say:
+  // the H200's).
   LoweringTarget Target() const {
     LoweringTarget t;
     if (const int64_t smem = device_->properties().shared_per_block_optin; smem > 0) t.smem_per_block = smem;
+    if (const int sms = device_->properties().sm_count; sms > 0) t.sms = sms;
     return t;
   }
 

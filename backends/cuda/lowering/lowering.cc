@@ -56,7 +56,7 @@ static_assert(static_cast<int>(ir::KvDType::kF16) == 0 && static_cast<int>(ir::K
 // warp boundary summed across warps in a fixed order). Measured on the H200: ncu finds the
 // kernel bound by issue and by its RMSNorm prologue, not by bytes in flight; the ring frees the
 // registers that x reuse across two rows needs, which then pays (R 2 without it loses). K is
-// split only until every warp of a GPU of kGemvTargetSms SMs has ITEMS/10 items — with int16 x
+// split only until every warp of the target's SMs (8-warp CTAs, kGemvWarps) has ITEMS/10 items — with int16 x
 // a split's ticket costs more than the imbalance it removes, so only matrices with fewer row
 // groups than half the warps are split. RING 0 (DEPTH steps ahead in registers) with R 1 and
 // MINB 3 was the default through stop 16.
@@ -69,7 +69,6 @@ constexpr int kGemvFfnWarps = 16, kGemvFfnMinBlocks = 1;
 constexpr int kGemvDepth = 2;  // steps ahead in registers (RING 0)
 constexpr int kGemvMinBlocks = 2;
 constexpr int kGemvItemsPerWarpX10 = 5;
-constexpr int kGemvTargetSms = 132;
 constexpr int kGemvMaxSplit = 8;
 constexpr int kGemvActivationPlanes = 2;  // int16 x (GemvActivationPlanes, lowering.h)
 constexpr int kGemvRing = 3;    // slots of a shared-memory ring per warp (0: steps ahead in registers)
@@ -106,17 +105,17 @@ constexpr int kGemmMma = 2;
 // --validate 5.2e-3, over the bound; gemm_f16.cu says why); split only for the matrices adding a
 // residual (2) or only for the others (3): 4b +15 % / +7 %, 14b's --validate 4.85e-3 / 4.39e-3,
 // too close to the bound to be the default. Without JLLM_GEMM_BN its tokens per
-// CTA are 128 where a chunk of kGemmFillTokens fills kGemmFillCtas CTAs with them, else 64 (more
+// CTA are 128 where a chunk of kGemmFillTokens fills two CTAs an SM of the target with them, else 64 (more
 // CTAs for the narrow matrices: 4b +11 %, 14b +5 %, 0.6b +33 % over 128 everywhere).
 constexpr int kGemmF16Bm = 128;
 constexpr int kGemmXSplit = 1;
 // A SwiGLU group's gate and up in one gemm_f16.cu launch with the SwiGLU in its epilogue (1), two
 // GEMMs and an elementwise kernel (0), or the pair where its grid at a chunk of kGemmFillTokens
-// (tiles of 64 tokens) fills kGemmFillCtas CTAs (2, the default). Measured on the H200 (stop 20,
+// (tiles of 64 tokens) fills two CTAs an SM (2, the default). Measured on the H200 (stop 20,
 // pp512): 4b +6.6 %, 14b +5.0 %, 0.6b -5.9 % (its pair grid: 192 CTAs) — the rule keeps 0.6b apart.
 constexpr int kGemmPair = 2;
 constexpr int kGemmPairBn = 64;  // tokens per pair tile at most: two accumulators in 128 registers
-constexpr int kGemmFillTokens = 512, kGemmFillCtas = 2 * kGemvTargetSms;  // 2 CTAs an SM
+constexpr int kGemmFillTokens = 512, kGemmFillCtasPerSm = 2;  // CTAs an SM of the target
 // JLLM_GEMM_MINB caps gemm_f16.cu's registers for that many CTAs per SM (default 2 of 8 warps,
 // 128 registers a thread). 3 for 64-token tiles (80 registers, where shared memory holds 3)
 // measured slower on the H200 (stop 19: pp512 4b -13 %, 0.6b -17 %, 14b -4 %; docs/PERF.md).
@@ -422,7 +421,7 @@ class Lowerer {
     // The split aims at ITEMS/10 items a warp of kGemvWarps-warp CTAs, whatever this GEMV's CTA
     // shape: counted with the 16-warp CTAs of the feed-forward GEMVs it split 4b's downs in two,
     // which jllm-compile --tune measured 1.4 % slower each on the H200 (stop 23, docs/PERF.md).
-    const int64_t want_items = kGemvTargetSms * kGemvWarps * knob("items", kGemvItemsPerWarpX10) / 10;
+    const int64_t want_items = int64_t{target_.sms} * kGemvWarps * knob("items", kGemvItemsPerWarpX10) / 10;
     int ksplit = static_cast<int>(std::clamp<int64_t>((want_items + row_groups - 1) / row_groups, 1, max_split));
     ksplit = static_cast<int>(std::clamp<int64_t>(knob("ksplit", ksplit), 1, k / 256));
     defs.push_back(D("JLLM_R", r));
@@ -510,7 +509,7 @@ class Lowerer {
     const bool f16 = mode == 2 && geo::GemmF16Supported(type);
     int bm = f16 ? GemmF16Bm() : kGemmBm;
     const int64_t fill_bn =
-        f16 && (up || geo::CeilDiv(n, bm) * geo::CeilDiv(kGemmFillTokens, 128) < kGemmFillCtas) ? 64 : kGemmBn;
+        f16 && (up || geo::CeilDiv(n, bm) * geo::CeilDiv(kGemmFillTokens, 128) < FillCtas()) ? 64 : kGemmBn;
     int bn = static_cast<int>(TuningOverride("JLLM_GEMM_BN", fill_bn, /*min=*/32, /*max=*/128));
     if (bn != 32 && bn != 64 && bn != 128) {  // 96 would leave gemm.cu's W tile uneven across threads
       WarnIgnored("JLLM_GEMM_BN", std::getenv("JLLM_GEMM_BN"), "32, 64 or 128", fill_bn);
@@ -587,11 +586,14 @@ class Lowerer {
     return kGemmF16Bm;
   }
 
+  // The CTAs a prefill GEMM's grid should reach at a chunk of kGemmFillTokens to fill the target.
+  int64_t FillCtas() const { return int64_t{kGemmFillCtasPerSm} * target_.sms; }
+
   // Whether a SwiGLU group's gate and up run as one gemm_f16.cu pair (JLLM_GEMM_PAIR).
   bool GemmPairs(ir::WeightId gate, ir::WeightId up) {
     const ir::WeightRef &g = W(gate), &u = W(up);
     const int64_t mode = TuningOverride("JLLM_GEMM_PAIR", kGemmPair, /*min=*/0, /*max=*/2);
-    const bool fills = geo::CeilDiv(g.dim(1), GemmF16Bm()) * geo::CeilDiv(kGemmFillTokens, kGemmPairBn) >= kGemmFillCtas;
+    const bool fills = geo::CeilDiv(g.dim(1), GemmF16Bm()) * geo::CeilDiv(kGemmFillTokens, kGemmPairBn) >= FillCtas();
     return (mode == 1 || (mode == 2 && fills)) && GemmMode() == 2 && geo::GemmF16Supported(static_cast<int>(g.type)) &&
            g.type == u.type && g.dim(0) == u.dim(0) && g.dim(1) == u.dim(1);
   }

@@ -16,13 +16,29 @@ LoweringTarget TargetForArch(std::string_view arch) {
     case 90:
     case 100:
     case 103:
-      return {kSmemPerBlockSm90};
+      return {kSmemPerBlockSm90, kSmsH200};
     case 80:
+      return {kSmemPerBlockSm80, kSmsA100};
     case 87:
-      return {kSmemPerBlockSm80};
+      return {kSmemPerBlockSm80, kSmsOrinNano};
     default:
-      return {kSmemPerBlockSm86};
+      return {kSmemPerBlockSm86, kSmsH200};
   }
+}
+
+LoweringTarget TargetForDevice(std::string_view identity) {
+  const size_t at = identity.find("(sm_");
+  if (at == std::string_view::npos) return {};
+  LoweringTarget t = TargetForArch(identity.substr(at + 1));
+  // ", 132 SMs": the count before " SMs" after the architecture.
+  const size_t sms = identity.find(" SMs", at);
+  if (sms == std::string_view::npos) return t;
+  size_t begin = sms;
+  while (begin > at && std::isdigit(static_cast<unsigned char>(identity[begin - 1]))) --begin;
+  int n = 0;
+  for (size_t i = begin; i < sms && n < 100000; ++i) n = 10 * n + (identity[i] - '0');
+  if (n > 0) t.sms = n;
+  return t;
 }
 
 }  // namespace jllm::cuda

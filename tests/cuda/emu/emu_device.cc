@@ -46,7 +46,7 @@ std::string DefaultCacheDir() {
 EmuDevice::EmuDevice(EmuOptions options) : options_(std::move(options)) {
   props_.name = "CPU emulation";
   props_.arch = "emu";
-  props_.sm_count = 4;
+  props_.sm_count = options_.sm_count;
   props_.total_bytes = options_.memory_bytes;
   props_.shared_per_block_optin = options_.shared_per_block_optin;
   props_.l2_bytes = 0;
@@ -181,6 +181,7 @@ absl::StatusOr<KernelHandle> EmuDevice::LoadKernel(const KernelSpec& spec, std::
   Kernel k;
   k.library = lib;
   k.label = spec.label;
+  k.key = spec.ModuleKey();
   k.max_smem = spec.smem;
   k.entry = reinterpret_cast<void (*)(const void*)>(dlsym(lib, (spec.kernel + "_emu_entry").c_str()));
   k.launch = reinterpret_cast<decltype(k.launch)>(dlsym(lib, "emu_launch"));

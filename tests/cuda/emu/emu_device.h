@@ -23,6 +23,7 @@ struct EmuOptions {
   int64_t memory_bytes = int64_t{8} << 30;  // what FreeBytes reports before allocations
   std::string cache_dir;                    // compiled kernels; empty: $JLLM_EMU_CACHE or build dir
   int64_t shared_per_block_optin = 227 * 1024;  // what one CTA may take (sm_90's; sm_86's is 99 KiB)
+  int sm_count = 4;  // few: a persistent kernel's CTAs each take several items
 };
 
 class EmuDevice : public DeviceApi {
@@ -56,6 +57,12 @@ class EmuDevice : public DeviceApi {
   absl::Status Synchronize(std::string_view, double) override { return absl::OkStatus(); }
 
   int64_t launches() const { return launches_; }
+  // The module keys (KernelSpec::ModuleKey) of the kernels loaded so far, in load order.
+  std::vector<std::string> loaded_keys() const {
+    std::vector<std::string> keys;
+    for (const Kernel& k : kernels_) keys.push_back(k.key);
+    return keys;
+  }
   // Captured graphs not destroyed yet.
   int live_graphs() const { return static_cast<int>(std::count(graph_live_.begin(), graph_live_.end(), true)); }
 
@@ -64,7 +71,7 @@ class EmuDevice : public DeviceApi {
     void* library = nullptr;
     void (*entry)(const void*) = nullptr;
     int (*launch)(void (*)(const void*), unsigned, unsigned, unsigned, unsigned, size_t, const void*) = nullptr;
-    std::string label;
+    std::string label, key;
     int64_t max_smem = 0;
   };
   struct Recorded {
