@@ -11,7 +11,8 @@
 # loading; only when named: `tune` runs jllm-compile --tune and benches the tuned plans against
 # the built-in choices, `ncu-source` profiles three 4b GEMVs per SASS instruction
 # (scripts/ncu_source_summary.py sums them by phase), `ncu-attn` decode attention at 8k,
-# `kernel-info` each 4b kernel's registers, spills and shared memory (KINFO_VARIANTS: switches).
+# `kernel-info` each 4b kernel's registers, spills and shared memory (KINFO_VARIANTS: switches),
+# `ab2` and `ab3` further A/B sets (AB2_VARIANTS, AB2_PRESETS, ...; `ab` below says how).
 # Each step's output goes to the terminal and to a log; the logs come back as
 # $OUT/gpu-check-logs.tar.gz, the benchmark JSON as $OUT/bench.json. A failing step does not
 # stop the others; the exit status says whether any failed. The summary table comes last.
@@ -168,18 +169,25 @@ step profile 300 profile
 # AB_VARIANTS ("name:VAR=v VAR2=w;name2:...", default below) is compiled and benched
 # (AB_BENCH, default tg128 -r 2) on every preset of AB_PRESETS (default 4b); with AB_VALIDATE=1
 # each is also run with --validate on 0.6b and 4b (how far from cpu_ref it moves the logits).
-ab() {
-  local variants=${AB_VARIANTS:-"default:;pdl-off:JLLM_PDL=0;registers:JLLM_GEMV_RING=0 JLLM_GEMV_R=1 JLLM_GEMV_MINB=3 JLLM_GEMV_SPREAD=0;prefetch:JLLM_PREFETCH=1;x-f32:JLLM_GEMV_X=f32;x-i8:JLLM_GEMV_X=i8"}
+# Steps ab2 and ab3 (only when named) do the same with AB2_* and AB3_* (no default variants):
+# three A/B sets of different presets and bench arguments in one visit.
+ab_set() {  # ab_set PREFIX DEFAULT_VARIANTS
+  local prefix=$1
+  local variants_var=${prefix}_VARIANTS presets_var=${prefix}_PRESETS bench_var=${prefix}_BENCH
+  local validate_var=${prefix}_VALIDATE
+  local variants=${!variants_var:-$2}
+  local presets=${!presets_var:-4b} bench=${!bench_var:--p 0 -n 128 -r 2} validate=${!validate_var:-0}
+  [ -n "$variants" ] || { echo "$variants_var is empty"; return 1; }
   local v name env p
   IFS=';' read -ra list <<< "$variants"
   for v in "${list[@]}"; do
     name=${v%%:*} env=${v#*:}
-    for p in ${AB_PRESETS:-4b}; do
+    for p in $presets; do
       echo "--- $name $p ($env)"
       env $env "$bin/jllm-compile" "$work/models/$p.gguf" -o "$work/models/ab.plan" > /dev/null 2>&1 || return 1
-      env $env "$bin/jllm-bench" "$work/models/ab.plan" ${AB_BENCH:--p 0 -n 128 -r 2} 2>&1 | grep -E "pp[0-9]|tg[0-9]|error"
+      env $env "$bin/jllm-bench" "$work/models/ab.plan" $bench 2>&1 | grep -E "pp[0-9]|tg[0-9]|error"
     done
-    [ "${AB_VALIDATE:-0}" = 1 ] || continue
+    [ "$validate" = 1 ] || continue
     for p in 0.6b 4b; do
       echo "--- $name $p against cpu_ref"
       env $env "$bin/jllm-compile" "$work/models/$p.gguf" -o "$work/models/ab.plan" > /dev/null 2>&1 &&
@@ -189,7 +197,12 @@ ab() {
   done
   return 0
 }
+ab() {
+  ab_set AB "default:;pdl-off:JLLM_PDL=0;registers:JLLM_GEMV_RING=0 JLLM_GEMV_R=1 JLLM_GEMV_MINB=3 JLLM_GEMV_SPREAD=0;prefetch:JLLM_PREFETCH=1;x-f32:JLLM_GEMV_X=f32;x-i8:JLLM_GEMV_X=i8"
+}
 step ab 600 ab
+[ ${#only[@]} -gt 0 ] && step ab2 600 ab_set AB2 ""  # only when named
+[ ${#only[@]} -gt 0 ] && step ab3 600 ab_set AB3 ""  # only when named
 ncu_kernels() {  # hardware counters of the decode kernels that matter (4b): throughput, occupancy, stalls
   ncu --clock-control none --graph-profiling node -k 'regex:gemv|attention_(decode|rows|mma)|head_ops' \
     --launch-skip 60 --launch-count 12 --section SpeedOfLight --section Occupancy --section LaunchStats \
