@@ -48,7 +48,8 @@ struct OpVariant {
 // the default runs attention_mma.cu on the f16 cases and attention_rows.cu on the others; the
 // variants run attention_decode.cu (tiles staged in shared memory, the kernel through stop 19)
 // and attention_rows.cu on every case, each also with chunks of one position (a split per
-// position: the cross-split merge, and warps without a tile), and attention_rows.cu and
+// position, up to the H200's splits, which the emulated GPU's 4 SMs would not take: the
+// cross-split merge, and warps without a tile), and attention_rows.cu and
 // attention_mma.cu with one warp for a whole chunk (its online softmax across tiles), and
 // attention_mma.cu with its first tile loaded after the grid dependency (the default loads it
 // before, the newest row after; the default through stop 22), and attention_mma.cu with its
@@ -98,12 +99,16 @@ inline std::vector<OpVariant> CudaKernelVariants() {
         {"JLLM_GEMM_PAIR", "1"}},
        VariantCases::kPrefill},
       {"attention_tiles", {{"JLLM_ATTN_KERNEL", "1"}}, VariantCases::kAttention},
-      {"attention_tiles_chunk1", {{"JLLM_ATTN_KERNEL", "1"}, {"JLLM_ATTN_MINCHUNK", "1"}}, VariantCases::kAttention},
+      {"attention_tiles_chunk1",
+       {{"JLLM_ATTN_KERNEL", "1"}, {"JLLM_ATTN_MINCHUNK", "1"}, {"JLLM_ATTN_SPLITS", "32"}},
+       VariantCases::kAttention},
       {"attention_rows", {{"JLLM_ATTN_KERNEL", "2"}}, VariantCases::kAttention},
-      {"attention_rows_chunk1", {{"JLLM_ATTN_KERNEL", "2"}, {"JLLM_ATTN_MINCHUNK", "1"}}, VariantCases::kAttention},
+      {"attention_rows_chunk1",
+       {{"JLLM_ATTN_KERNEL", "2"}, {"JLLM_ATTN_MINCHUNK", "1"}, {"JLLM_ATTN_SPLITS", "16"}},
+       VariantCases::kAttention},
       {"attention_rows_nw1", {{"JLLM_ATTN_KERNEL", "2"}, {"JLLM_ATTN_NW", "1"}, {"JLLM_ATTN_MINCHUNK", "256"}},
        VariantCases::kAttention},
-      {"attention_mma_chunk1", {{"JLLM_ATTN_MINCHUNK", "1"}}, VariantCases::kAttention},
+      {"attention_mma_chunk1", {{"JLLM_ATTN_MINCHUNK", "1"}, {"JLLM_ATTN_SPLITS", "16"}}, VariantCases::kAttention},
       {"attention_mma_nw1", {{"JLLM_ATTN_NW", "1"}, {"JLLM_ATTN_MINCHUNK", "256"}}, VariantCases::kAttention},
       {"attention_mma_late", {{"JLLM_ATTN_EARLY", "0"}}, VariantCases::kAttention},
       {"attention_mma_ring2_nw1", {{"JLLM_ATTN_RING", "2"}, {"JLLM_ATTN_NW", "1"}, {"JLLM_ATTN_MINCHUNK", "256"}},
@@ -111,7 +116,9 @@ inline std::vector<OpVariant> CudaKernelVariants() {
       {"attention_mma_ring3_nw2", {{"JLLM_ATTN_RING", "3"}, {"JLLM_ATTN_NW", "2"}, {"JLLM_ATTN_MINCHUNK", "256"}},
        VariantCases::kAttention},
       {"attention_mma_ring3_late", {{"JLLM_ATTN_RING", "3"}, {"JLLM_ATTN_EARLY", "0"}}, VariantCases::kAttention},
-      {"attention_mma_ring2_chunk1", {{"JLLM_ATTN_RING", "2"}, {"JLLM_ATTN_MINCHUNK", "1"}}, VariantCases::kAttention},
+      {"attention_mma_ring2_chunk1",
+       {{"JLLM_ATTN_RING", "2"}, {"JLLM_ATTN_MINCHUNK", "1"}, {"JLLM_ATTN_SPLITS", "16"}},
+       VariantCases::kAttention},
   };
 }
 

@@ -583,8 +583,9 @@ TEST(Lowering, KSplitCountsEightWarpCtas) {
 // The heuristics that fill a GPU count the target's SMs: on the H200 (132) 0.6b's downs split
 // along K for enough items a warp, its narrow prefill GEMMs take 64-token tiles and its gate+up
 // no pair; on the Orin Nano's 8 SMs every GEMV has enough items unsplit (a split would add only
-// its ticket), and every prefill GEMM fills the GPU with 128-token tiles. The lowering for the
-// H200's own numbers is the default one.
+// its ticket), every prefill GEMM fills the GPU with 128-token tiles, and decode attention's 8
+// CTAs of one split each fill it (no merge). The lowering for the H200's own numbers is the
+// default one.
 TEST(Lowering, FillHeuristicsCountTheTargetsSms) {
   auto g = testing::PresetGraph("0.6b");
   ASSERT_TRUE(g.ok()) << g.status();
@@ -620,6 +621,16 @@ TEST(Lowering, FillHeuristicsCountTheTargetsSms) {
   EXPECT_EQ(orin_tiles, (std::set<std::string>{"128"}));
   EXPECT_EQ(h200_pairs, 0);
   EXPECT_GT(orin_pairs, 0);
+  // Decode attention (8 kv heads): 16 splits on the H200 (128 CTAs, one wave), one on the Orin.
+  auto attention_splits = [](const LoweredGraph& lg) {
+    std::set<std::string> out;
+    for (const KernelSpec& s : lg.specs) {
+      if (s.source == "attention_mma.cu") out.insert(Define(s, "JLLM_NSPLIT"));
+    }
+    return out;
+  };
+  EXPECT_EQ(attention_splits(*h200), (std::set<std::string>{"16"}));
+  EXPECT_EQ(attention_splits(*orin), (std::set<std::string>{"1"}));
 }
 
 // A persistent grid: as many CTAs as fit every SM, at most max_per_sm an SM (the room PER_SM

@@ -138,11 +138,12 @@ constexpr int kAttnEarly = 1;
 // (JLLM_ATTN_RING; 0: one tile at a time in registers), fewer where the CTA's shared memory
 // would pass the GPU's (below 2: registers).
 constexpr int kAttnRing = 0;
-constexpr int kAttnSplits = 32;
+constexpr int kAttnSplits = 32;  // at most; 2 CTAs an SM of the target (attention_decode.cu)
 constexpr int kAttnMinChunk = 64;  // positions: fewer, fuller splits at short context
 constexpr int kAttnDecodeWarps = 4;
 // attention_rows.cu: 8 warps, one CTA an SM (registers), so 16 splits of the 8 kv heads of
-// Qwen3 fill ~one wave; a split is at least one tile per warp.
+// Qwen3 fill ~one wave of the H200; a split is at least one tile per warp. At most 16, and no
+// more than one wave of the target takes (the Orin Nano's 8 SMs: one split, no merge).
 constexpr int kAttnRowsSplits = 16;
 constexpr int kAttnRowsWarps = 8;
 constexpr int kAttnPrefillWarps = 8;
@@ -586,6 +587,12 @@ class Lowerer {
     return kGemmF16Bm;
   }
 
+  // Decode attention's splits of the sequence: enough for `per_sm` CTAs (one a split and kv head)
+  // on every SM of the target, at most `most`.
+  int64_t SplitsToFill(int64_t per_sm, int64_t n_head_kv, int64_t most) const {
+    return std::clamp<int64_t>(geo::CeilDiv(per_sm * target_.sms, std::max<int64_t>(1, n_head_kv)), 1, most);
+  }
+
   // The CTAs a prefill GEMM's grid should reach at a chunk of kGemmFillTokens to fill the target.
   int64_t FillCtas() const { return int64_t{kGemmFillCtasPerSm} * target_.sms; }
 
@@ -870,7 +877,8 @@ class Lowerer {
     int ring = 0;  // attention_mma.cu's tiles per warp ring
     if (head == nullptr && (mma || AttentionKernel() >= 2) && geo::AttentionRowsSupported(static_cast<int>(a.head_dim))) {
       kernel = mma ? "attention_mma" : "attention_rows";
-      splits = std::clamp<int64_t>(TuningOverride("JLLM_ATTN_SPLITS", kAttnRowsSplits), 1, 256);
+      splits = std::clamp<int64_t>(TuningOverride("JLLM_ATTN_SPLITS", SplitsToFill(1, a.n_head_kv, kAttnRowsSplits)),
+                                   1, 256);
       nw = std::clamp<int64_t>(TuningOverride("JLLM_ATTN_NW", kAttnRowsWarps), 1, 32);
       auto smem = [&] {
         return geo::AttentionRowsSmemBytes(static_cast<int>(g), static_cast<int>(a.head_dim), static_cast<int>(nw));
@@ -897,7 +905,7 @@ class Lowerer {
         defines.push_back(D("JLLM_RING", ring));
       }
     } else {
-      splits = std::clamp<int64_t>(TuningOverride("JLLM_ATTN_SPLITS", kAttnSplits), 1, 256);
+      splits = std::clamp<int64_t>(TuningOverride("JLLM_ATTN_SPLITS", SplitsToFill(2, a.n_head_kv, kAttnSplits)), 1, 256);
       nw = std::clamp<int64_t>(TuningOverride("JLLM_ATTN_NW", kAttnDecodeWarps), 1, 32);
       defines.push_back(D("JLLM_MINCHUNK", TuningOverride("JLLM_ATTN_MINCHUNK", kAttnMinChunk)));
       defines.push_back(D("JLLM_KV", static_cast<int>(kv)));
