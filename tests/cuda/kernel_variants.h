@@ -40,7 +40,8 @@ struct OpVariant {
 // ring, in registers with every matrix split in two along K and int8 x, and on the cp.async ring
 // with whole items round-robin; ring slots of several unit steps (JLLM_GEMV_CHUNK: chunks cut at
 // item ends and at the ends of a warp's range, a slot holding gate's and up's rows, by bulk
-// copies and by cp.async, and for pairs with every matrix split in two); the prefill GEMM on f32 FMAs with 64-token tiles (the tile
+// copies and by cp.async, and for pairs with every matrix split in two); the groups with the
+// most warps and rows the knobs allow (the GEMV's largest static arrays); the prefill GEMM on f32 FMAs with 64-token tiles (the tile
 // through stop 17), on the tf32 tensor cores for every type (the default through stop 18; the
 // default now reads the K-quants and q8_0 as raw quant tiles on the f16 tensor cores, gemm_f16.cu,
 // 128 rows a CTA with x as hi and lo), and gemm_f16.cu with 64 x 32 tiles, x as hi only and a
@@ -71,6 +72,7 @@ inline std::vector<OpVariant> CudaKernelVariants() {
        {{"JLLM_GEMV_CHUNK", "3"}, {"JLLM_GEMV_BULK", "0"}, {"JLLM_GEMV_SPREAD", "0"}},
        VariantCases::kGemv},
       {"chunk4_ring3", {{"JLLM_GEMV_CHUNK", "4"}, {"JLLM_GEMV_NW", "2"}}, VariantCases::kGemv},
+      {"nw32_r8", {{"JLLM_GEMV_NW", "32"}, {"JLLM_GEMV_R", "8"}, {"JLLM_GEMV_MINB", "1"}}, VariantCases::kGemvGroups},
       {"early_norm", {{"JLLM_GEMV_LATE_NORM", "0"}}, VariantCases::kGemvNorm},
       {"gamma_late", {{"JLLM_GEMV_GAMMA_EARLY", "0"}}, VariantCases::kGemvNorm},
       {"pairs_split2", {{"JLLM_GEMV_PAIRS", "3"}, {"JLLM_GEMV_PAIRS_MIN_MIB", "0"}, {"JLLM_GEMV_KSPLIT", "2"}},

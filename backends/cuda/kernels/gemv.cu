@@ -144,6 +144,18 @@ constexpr int MaxStageBytes(int m) {
 }
 constexpr int kStageBytes = MaxStageBytes(kMemberGroups - 1);
 constexpr int SplitGroup(int s) { return s * kGroups256 / kKsplit; }  // first 256-group of split s
+constexpr int MaxItemRows(int m) { return m == 0 ? ItemRows(0) : (ItemRows(m) > MaxItemRows(m - 1) ? ItemRows(m) : MaxItemRows(m - 1)); }
+constexpr int kHeadRows = MaxItemRows(kMemberGroups - 1);
+// The CTA's static shared memory, one instance for all member groups, as launch_geometry.h
+// counts it (GemvStaticSmemBytes; the lowering leaves kStaticSmemReserve for it).
+struct CtaShared {
+  double scratch[32];  // StageX: a warp's Σx²
+  // SPREAD: heads[w][j][o], row o of the item (o = row - row0) of matrix j as warp w left it.
+  float heads[kSpread ? kNw : 1][kMembersPerItem][kHeadRows];
+};
+static_assert(sizeof(CtaShared) == geo::GemvStaticSmemBytes(kNw, kSpread, kMembersPerItem, kHeadRows),
+              "launch_geometry.h counts the GEMV's static shared memory");
+static_assert(sizeof(CtaShared) <= geo::kStaticSmemReserve, "the lowering's reserve holds the static arrays");
 
 static_assert(kK % 256 == 0, "GEMV columns are whole groups of 256");
 static_assert(kNm >= 1 && kNm <= 3, "1..3 members");
@@ -294,9 +306,8 @@ __device__ __forceinline__ int StagedEnd(int s_hi) { return SplitGroup(s_hi + 1)
 
 // Returns the factor the results take: the RMS scale with LATE_NORM, else 1.
 __device__ __forceinline__ float StageX(const jllm::cuda::GemvArgs& args, int s_lo, int s_hi, float4* xs,
-                                        const EarlyGamma& eg) {
+                                        const EarlyGamma& eg, double* scratch) {
   float scale = 1.0f;
-  __shared__ double scratch[32];
   if constexpr (kNorm && !kLateNorm) scale = jllm_rms_scale(jllm_sum_squares(args.x, kK, scratch), kK, args.eps);
   double squares = 0;  // LATE_NORM: this thread's share of Σx² (every column is staged: no split)
   const int e0 = StagedBegin(s_lo), e1 = StagedEnd(s_hi);
@@ -518,7 +529,7 @@ __device__ __forceinline__ void StepDots(const typename WType<kWt[kM]>::Frag (&f
 template <int kM>
 __device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int split, int i0, int i1, int phase,
                                         bool first, int s_lo, int s_hi, float4* xs, jllm_u8* ring, jllm_u64* bars,
-                                        int& ring_base, float& x_scale) {
+                                        int& ring_base, float& x_scale, CtaShared& cs) {
   constexpr int T = kType[kM];
   using W = WType<kWt[kM]>;
   using Frag = typename W::Frag;
@@ -572,8 +583,7 @@ __device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int sp
   // SPREAD 1: the warp's last item, if it goes on in the next warp, leaves its sums in
   // heads[warp] (a middle piece, if the warp's range lies inside one item, too); its first item,
   // if it began in an earlier warp, is finished after the CTA's barrier, from those heads.
-  // heads[w][j][o]: row o of the item (o = row - row0) as warp w left it.
-  __shared__ float heads[kSpread ? kNw : 1][kMembersPerItem][kItemRows];
+  auto& heads = cs.heads;
   float tail[kMembersPerItem][kRpl];
   int tail_rg = -1;
   auto consume = [&](int t, const Frag (&f)[kMembersPerItem][kRpl]) {
@@ -644,7 +654,7 @@ __device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int sp
       const EarlyGamma eg = LoadEarlyGamma(args, StagedBegin(s_lo), StagedEnd(s_hi));  // a weight: before the wait
       JLLM_GRID_WAIT();  // x, the residual and the partials' readers come before us
       JLLM_LAUNCH_DEPENDENTS();
-      x_scale = StageX(args, s_lo, s_hi, xs, eg);
+      x_scale = StageX(args, s_lo, s_hi, xs, eg, cs.scratch);
     }
   };
 
@@ -790,11 +800,12 @@ __device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int sp
 template <int kM>
 __device__ __forceinline__ void SegmentOf(const jllm::cuda::GemvArgs& args, Range cta, int split, int warp,
                                           bool& first, int s_lo, int s_hi, float4* xs, jllm_u8* ring, jllm_u64* bars,
-                                          int& ring_base, float& x_scale) {
+                                          int& ring_base, float& x_scale, CtaShared& cs) {
   const int seg0 = split * kRowGroups + RgBegin(kM), seg1 = seg0 + RowGroups(kM);
   const int i0 = max(seg0, cta.begin), i1 = min(seg1, cta.end);
   if (i0 >= i1) return;
-  Segment<kM>(args, split, i0, i1, (cta.begin + warp) % kNw, first, s_lo, s_hi, xs, ring, bars, ring_base, x_scale);
+  Segment<kM>(args, split, i0, i1, (cta.begin + warp) % kNw, first, s_lo, s_hi, xs, ring, bars, ring_base, x_scale,
+              cs);
   first = false;
 }
 
@@ -802,6 +813,7 @@ __device__ __forceinline__ void SegmentOf(const jllm::cuda::GemvArgs& args, Rang
 
 JLLM_KERNEL(gemv, jllm::cuda::GemvArgs, kThreads, JLLM_MINB) {
   JLLM_DYNAMIC_SMEM(float4, xs);
+  __shared__ CtaShared cs;
   const int G = gridDim.x, b = blockIdx.x;
   const Range cta = {static_cast<int>(static_cast<long long>(kItems) * b / G),
                      static_cast<int>(static_cast<long long>(kItems) * (b + 1) / G)};
@@ -825,12 +837,12 @@ JLLM_KERNEL(gemv, jllm::cuda::GemvArgs, kThreads, JLLM_MINB) {
   bool first = true;
   // Item order: split-major, then member groups.
   for (int split = s_lo; split <= s_hi; ++split) {
-    SegmentOf<0>(args, cta, split, warp, first, s_lo, s_hi, xs, ring, bars, ring_base, x_scale);
+    SegmentOf<0>(args, cta, split, warp, first, s_lo, s_hi, xs, ring, bars, ring_base, x_scale, cs);
     if constexpr (kMemberGroups >= 2) {
-      SegmentOf<1>(args, cta, split, warp, first, s_lo, s_hi, xs, ring, bars, ring_base, x_scale);
+      SegmentOf<1>(args, cta, split, warp, first, s_lo, s_hi, xs, ring, bars, ring_base, x_scale, cs);
     }
     if constexpr (kMemberGroups >= 3) {
-      SegmentOf<2>(args, cta, split, warp, first, s_lo, s_hi, xs, ring, bars, ring_base, x_scale);
+      SegmentOf<2>(args, cta, split, warp, first, s_lo, s_hi, xs, ring, bars, ring_base, x_scale, cs);
     }
   }
 }

@@ -56,9 +56,15 @@ constexpr int GemvStageBytes(int type, int pairs, int rows, int matrices, int ch
 // Behind the slots, one 8-byte mbarrier per slot (used by the bulk copies).
 constexpr int GemvRingBytes(int stage_bytes, int ring, int warps) { return (stage_bytes + 8) * ring * warps; }
 // What the lowering leaves of a CTA's shared memory for the static arrays of the kernels it sizes
-// the dynamic part of (the GEMV's block sums and cut-item heads, the GEMMs'): they take less
-// (ptxas, Nvrtc.EveryKernelFitsTheSharedMemoryOfItsTarget).
-inline constexpr int kStaticSmemReserve = 2048;
+// the dynamic part of (the GEMV's Σx² and cut-item heads, the GEMMs'): they take less (ptxas,
+// Nvrtc.EveryKernelFitsTheSharedMemoryOfItsTarget; gemv.cu static_asserts its own).
+inline constexpr int kStaticSmemReserve = 2304;
+// gemv.cu's static arrays: a double for each warp's Σx² (32), and with SPREAD each warp's sums
+// of the item it leaves to the next warp (the item's rows of every matrix it reads). At most
+// 256 + 4 x 32 warps x 2 matrices x 8 rows = 2,304 bytes: within the reserve for every knob value.
+constexpr int GemvStaticSmemBytes(int warps, bool spread, int matrices, int item_rows) {
+  return (32 * 8 + 4 * (spread ? warps : 1) * matrices * item_rows + 7) / 8 * 8;  // (a struct of doubles first)
+}
 
 // gemm.cu: BM weight rows x BN tokens per CTA, K consumed BK = 32 at a time; both tiles f32 in
 // shared memory, padded by 4 floats a row (keeps 16-byte alignment, spreads banks), or by 8 for
