@@ -75,10 +75,14 @@ std::unique_ptr<Backend> EmulatedCuda() { return CreateCudaBackendOn(std::make_u
 
 // The emulated backend with `options`, `graph` loaded for `context` positions and steps of up to
 // `step_tokens` tokens.
+// `device`, if given, gets the emulated device the backend runs on (the backend owns it).
 absl::StatusOr<std::unique_ptr<Backend>> LoadEmulated(const ir::Graph& graph, const WeightSource& weights,
                                                       int64_t context, int64_t step_tokens,
-                                                      CudaBackendOptions options = {}) {
-  auto gpu = CreateCudaBackendOn(std::make_unique<EmuDevice>(), std::move(options));
+                                                      CudaBackendOptions options = {}, EmuOptions emu = {},
+                                                      EmuDevice** device = nullptr) {
+  auto owned = std::make_unique<EmuDevice>(std::move(emu));
+  if (device != nullptr) *device = owned.get();
+  auto gpu = CreateCudaBackendOn(std::move(owned), std::move(options));
   BackendOptions bo;
   bo.max_context = context;
   bo.max_step_tokens = step_tokens;
@@ -176,12 +180,7 @@ TEST(EmuModelTest, RunsWithinTheSharedMemoryOfA99KiBGpu) {
   auto run = [&](int64_t smem) -> absl::StatusOr<std::pair<std::vector<float>, std::vector<float>>> {
     EmuOptions eo;
     eo.shared_per_block_optin = smem;
-    auto gpu = CreateCudaBackendOn(std::make_unique<EmuDevice>(eo), {});
-    BackendOptions bo;
-    bo.max_context = 16;
-    bo.max_step_tokens = 8;
-    bo.n_threads = 2;
-    RETURN_IF_ERROR(gpu->Load(graph, weights, bo));
+    ASSIGN_OR_RETURN(std::unique_ptr<Backend> gpu, LoadEmulated(graph, weights, /*context=*/16, /*step_tokens=*/8, {}, eo));
     std::vector<float> prefill, decode;
     RETURN_IF_ERROR(gpu->Forward(prompt, 0, LogitsRows::kLast, &prefill));
     RETURN_IF_ERROR(gpu->Forward(std::vector<int32_t>{44}, 5, LogitsRows::kLast, &decode));
@@ -206,14 +205,9 @@ TEST(EmuModelTest, LowersForTheSmsOfItsGpu) {
   auto loaded = [&](int sms) -> absl::StatusOr<std::set<std::string>> {
     EmuOptions eo;
     eo.sm_count = sms;
-    auto device = std::make_unique<EmuDevice>(eo);
-    EmuDevice* emu = device.get();
-    auto gpu = CreateCudaBackendOn(std::move(device), {});
-    BackendOptions bo;
-    bo.max_context = 16;
-    bo.max_step_tokens = 8;
-    bo.n_threads = 2;
-    RETURN_IF_ERROR(gpu->Load(graph, weights, bo));
+    EmuDevice* emu = nullptr;
+    ASSIGN_OR_RETURN(std::unique_ptr<Backend> gpu,
+                     LoadEmulated(graph, weights, /*context=*/16, /*step_tokens=*/8, {}, eo, &emu));
     const std::vector<std::string> keys = emu->loaded_keys();
     return std::set<std::string>(keys.begin(), keys.end());
   };
