@@ -498,6 +498,83 @@ void AttentionCases(std::vector<OpCase>& cases) {
   }
 }
 
+// A Qwen3 attention block's front: the normed QKV group, its q/k norm + RoPE + KV append, and
+// attention, over one-token steps (the decode kernels: on the CUDA backend the QKV GEMV, which
+// can run the head ops in its tail, JLLM_GEMV_HEAD). Four steps: a head ticket left set by one
+// step would leave the next step's head untransformed. The attention output and the rotated q of
+// every step are compared.
+void QkvHeadAttentionCases(std::vector<OpCase>& cases) {
+  struct P { int64_t h, hkv, d, k; GgmlType tq, tk, tv; };
+  const std::vector<std::pair<P, ir::KvDType>> params = {
+      {{16, 8, 128, 256, GgmlType::kQ4_K, GgmlType::kQ4_K, GgmlType::kQ6_K}, ir::KvDType::kF32},
+      {{16, 8, 128, 256, GgmlType::kQ4_K, GgmlType::kQ4_K, GgmlType::kQ6_K}, ir::KvDType::kF16},
+      {{4, 2, 64, 512, GgmlType::kQ4_K, GgmlType::kQ4_K, GgmlType::kQ4_K}, ir::KvDType::kInt8},
+  };
+  // Unlike the attention cases, the cache here stores k and v as the backend computed them, which
+  // differ from the reference's by the matmul's error ε (relative; ~1e-5 with f32 x, ~7e-5 with
+  // int16 x, ~5e-3 with int8 x): where the two straddle a rounding boundary of the cache they land
+  // one code apart. An element flips with probability ~ε·|x| / step and then errs by a step, an
+  // NMSE of ~ε·step / |x|: f16 (step 2^-11 |x|) ~ε·5e-4, up to ~4e-8; int8 (step max|x| / 127 ~
+  // 0.02 |x|) ~ε·0.02, up to ~1.5e-6, ~1e-4 with int8 x (measured on the emulation: 7e-9, 1.8e-7
+  // and, with int8 x, 1.1e-4). The f32 cache stores them exactly: that case keeps the matmul bounds.
+  for (const auto& [p, kv] : params) {
+    const double stored = kv == ir::KvDType::kF16 ? 1e-7 : kv == ir::KvDType::kInt8 ? 5e-6 : 0;
+    cases.push_back({absl::StrCat("qkv_head_attention_H", p.h, "_Hkv", p.hkv, "_D", p.d, "_K", p.k, "_",
+                                  std::string(ir::KvDTypeName(kv))),
+                     std::max(kKQuantMatMulNmse, stored),
+                     [p, kv](std::mt19937& rng, OpRunner& runner) {
+      constexpr int64_t kSteps = 4;
+      const int64_t qw = p.h * p.d, kvw = p.hkv * p.d;
+      const float eps = 1e-6f, base = 1e6f;
+      const double scale = 1.0 / std::sqrt(static_cast<double>(p.d));
+      TestModel m(1, kv);
+      const ir::WeightId wq = m.AddRandomWeight("wq", p.tq, {p.k, qw}, rng);
+      const ir::WeightId wk = m.AddRandomWeight("wk", p.tk, {p.k, kvw}, rng);
+      const ir::WeightId wv = m.AddRandomWeight("wv", p.tv, {p.k, kvw}, rng);
+      const ir::WeightId norm = m.AddRandomWeight("attn_norm", GgmlType::kF32, {p.k}, rng, 0.1f, 1.0f);
+      const ir::WeightId qg = m.AddRandomWeight("q_gamma", GgmlType::kF32, {p.d}, rng, 0.1f, 1.0f);
+      const ir::WeightId kg = m.AddRandomWeight("k_gamma", GgmlType::kF32, {p.d}, rng, 0.1f, 1.0f);
+      auto x = m.Input("x", DType::kF32, {kDimT, p.k});
+      auto pos = m.Input("pos", DType::kI32, {kDimT});
+      ir::MatMulAttrs mm;
+      mm.norm_eps = eps;
+      auto qkv = m.Node(OpKind::kMatMulGroup, {x}, {wq, wk, wv, norm}, mm, {"q", "k", "v"});
+      auto outs = m.Node(OpKind::kQkNormRopeKvAppend, {qkv[0], qkv[1], qkv[2], pos}, {qg, kg},
+                         ir::QkNormRopeKvAppendAttrs{0, p.h, p.hkv, p.d, eps, p.d, base, 1.0f}, {"q_out", "kv"});
+      auto y = m.Node1(OpKind::kAttention, {outs[0], outs[1], pos}, {},
+                       ir::AttentionAttrs{0, p.h, p.hkv, p.d, static_cast<float>(scale)}, "y");
+      CaseRun run(runner, m, {y, outs[0]});
+      const std::vector<float> xs = Random(rng, kSteps * p.k);
+      const std::vector<int32_t> all_pos = Positions(0, kSteps);
+      // The reference: the normed products, the head transforms, the cache's storage rounding.
+      const Matrix xin = RefRmsNorm(ToDouble(xs), m.Dequantized(norm), eps, p.k);
+      const Matrix q_ref = RefRope(RefRmsNorm(RefMatMul(m.Dequantized(wq), xin, p.k, qw), m.Dequantized(qg), eps, p.d),
+                                   all_pos, p.h, p.d, p.d, base, 1.0f);
+      const Matrix k_ref = RefRope(RefRmsNorm(RefMatMul(m.Dequantized(wk), xin, p.k, kvw), m.Dequantized(kg), eps, p.d),
+                                   all_pos, p.hkv, p.d, p.d, base, 1.0f);
+      const Matrix v_ref = RefMatMul(m.Dequantized(wv), xin, p.k, kvw);
+      const Matrix keys = RefKvStore(std::vector<float>(k_ref.begin(), k_ref.end()), kv, p.d);
+      const Matrix values = RefKvStore(std::vector<float>(v_ref.begin(), v_ref.end()), kv, p.d);
+      const Matrix want_all = RefAttention(q_ref, keys, values, all_pos, p.h, p.hkv, p.d, scale);
+      Comparison c;
+      for (int64_t t = 0; t < kSteps; ++t) {
+        if (!run.Step(1, t, {F32("x", std::vector<float>(xs.begin() + t * p.k, xs.begin() + (t + 1) * p.k)),
+                             I32("pos", {static_cast<int32_t>(t)})})) {
+          return run.Failed();
+        }
+        Append(c.got, run.Out(y));
+        c.want.insert(c.want.end(), want_all.begin() + t * qw, want_all.begin() + (t + 1) * qw);
+        Append(c.got, run.Out(outs[0]));
+        c.want.insert(c.want.end(), q_ref.begin() + t * qw, q_ref.begin() + (t + 1) * qw);
+      }
+      return c;
+    }});
+    // Decode GEMVs reading quantized x (op_table.cc's header); the cache's code flips as above.
+    cases.back().max_nmse_x8 = kv == ir::KvDType::kInt8 ? 3e-4 : kX8MatMulNmse;
+    cases.back().max_nmse_x16 = std::max(kX16MatMulNmse, stored);
+  }
+}
+
 }  // namespace
 
 std::vector<OpCase> AllOpCases() {
@@ -511,6 +588,7 @@ std::vector<OpCase> AllOpCases() {
   ElementwiseCases(cases);
   KvAppendCases(cases);
   AttentionCases(cases);
+  QkvHeadAttentionCases(cases);
   return cases;
 }
 

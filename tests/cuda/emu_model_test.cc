@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "backends/cpu_ref/cpu_ref_backend.h"
 #include "backends/cuda/exec/cuda_backend.h"
 #include "backends/cuda/exec/graph_runner.h"
@@ -138,6 +139,24 @@ TEST(EmuModelTest, LockstepWithCpuRefUnfusedF32PrefillAndPrefetch) {
   ASSERT_TRUE(Prefetching());
   ASSERT_FALSE(GemmTensorCores());
   CheckLockstepWithCpuRef(false);
+}
+
+// The QKV GEMVs with the head ops in their tails (JLLM_GEMV_HEAD=1; the tiny model's head_dim 64
+// rotates in registers too) and the default decode attention reading what they wrote.
+TEST(EmuModelTest, LockstepWithCpuRefHeadOpsInTheQkvGemv) {
+  ::jllm::testing::ScopedEnv env(std::vector<std::pair<std::string, std::string>>{{"JLLM_GEMV_HEAD", "1"}});
+  auto lg = LowerGraph(Lowered(true));
+  ASSERT_TRUE(lg.ok()) << lg.status();
+  int head_ops = 0, tails = 0;
+  for (const NodeLowering& nl : lg->nodes) {
+    for (const Launch& l : nl.decode) {
+      head_ops += l.kind == LaunchKind::kHeadOps;
+      tails += absl::EndsWith(lg->specs[l.spec].label, "+head_ops");
+    }
+  }
+  EXPECT_EQ(head_ops, 0);
+  EXPECT_EQ(tails, 4);  // one a layer
+  CheckLockstepWithCpuRef(true);
 }
 
 // JLLM_OMIT's launches filter (RunnerOptions::omit_kernels): a label that matches nothing

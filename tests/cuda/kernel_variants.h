@@ -17,6 +17,7 @@ enum class VariantCases {
   kGemvPairs,   // the same, those that read a q4_K or q6_K matrix only
   kPrefill,     // the prefill GEMM: matmuls of more than one token
   kAttention,   // decode attention: the attention cases
+  kGemvHead,    // the QKV GEMV with the head ops in its tail: the QKV + head ops + attention cases
 };
 
 struct OpVariant {
@@ -56,7 +57,10 @@ struct OpVariant {
 // before, the newest row after; the default through stop 22), and attention_mma.cu with its
 // tiles through a shared-memory ring (JLLM_ATTN_RING): one or two warps a chunk so that a warp's
 // tiles wrap around the ring and the newest position lies in a tile issued before the grid
-// wait (its pieces copied after it), the ring after the wait, and a split per position.
+// wait (its pieces copied after it), the ring after the wait, and a split per position. The QKV
+// GEMV with the head ops in its tail (JLLM_GEMV_HEAD): with the default knobs (items cut between
+// warps), with every matrix split in two along K and 3-row items (items across two heads, the
+// last split's warp transforms), as pairs dealt round-robin, and in registers on two warps.
 inline std::vector<OpVariant> CudaKernelVariants() {
   return {
       {"registers_r1",
@@ -91,6 +95,15 @@ inline std::vector<OpVariant> CudaKernelVariants() {
       {"pairs_cpasync_roundrobin",
        {{"JLLM_GEMV_PAIRS", "3"}, {"JLLM_GEMV_PAIRS_MIN_MIB", "0"}, {"JLLM_GEMV_BULK", "0"}, {"JLLM_GEMV_SPREAD", "0"}},
        VariantCases::kGemvPairs},
+      {"gemv_head", {{"JLLM_GEMV_HEAD", "1"}}, VariantCases::kGemvHead},
+      {"gemv_head_split2_r3_ring2",
+       {{"JLLM_GEMV_HEAD", "1"}, {"JLLM_GEMV_KSPLIT", "2"}, {"JLLM_GEMV_R", "3"}, {"JLLM_GEMV_RING", "2"}},
+       VariantCases::kGemvHead},
+      {"gemv_head_pairs_roundrobin",
+       {{"JLLM_GEMV_HEAD", "1"}, {"JLLM_GEMV_PAIRS", "3"}, {"JLLM_GEMV_PAIRS_MIN_MIB", "0"}, {"JLLM_GEMV_SPREAD", "0"}},
+       VariantCases::kGemvHead},
+      {"gemv_head_registers_nw2", {{"JLLM_GEMV_HEAD", "1"}, {"JLLM_GEMV_RING", "0"}, {"JLLM_GEMV_NW", "2"}},
+       VariantCases::kGemvHead},
       {"gemm_fma_bn64", {{"JLLM_GEMM_MMA", "0"}, {"JLLM_GEMM_BN", "64"}}, VariantCases::kPrefill},
       {"gemm_tf32", {{"JLLM_GEMM_MMA", "1"}}, VariantCases::kPrefill},
       {"gemm_f16_bm64_bn32_x1_pair",

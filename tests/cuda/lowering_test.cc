@@ -164,6 +164,83 @@ TEST(Lowering, DecodeAttentionRunsTheHeadOpsOfItsLayer) {
   EXPECT_EQ(DecodeLaunches(*separate).size(), DecodeLaunches(*lg).size() + 36);
 }
 
+// JLLM_GEMV_HEAD=1: in every 4b layer the QKV GEMV takes the next node's q/k norm + RoPE + KV
+// append (that node keeps only its prefill launch): its spec says so with the head's shape and
+// the cache's type, its operands are the head op's gammas, position, rotated q and cache, its
+// parameters the head op's, and its tickets (one a head) come after any K split's. The rotated q
+// gets its bytes at the GEMV's node, apart from everything the GEMV reads and writes; without the
+// switch (the default) head_ops stays a launch of its own.
+TEST(Lowering, QkvGemvRunsTheHeadOpsInItsTail) {
+  auto g = testing::PresetGraph("4b");
+  ASSERT_TRUE(g.ok()) << g.status();
+  std::optional<::jllm::testing::ScopedEnv> fuse(
+      std::in_place, std::vector<std::pair<std::string, std::string>>{{"JLLM_GEMV_HEAD", "1"}});
+  auto lg = LowerGraph(*g);
+  ASSERT_TRUE(lg.ok()) << lg.status();
+  auto plan = PlanMemory(*g, *lg, 256, 16);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  auto range = [&](ir::ValueId v) {
+    int64_t bytes = 4 * 16;
+    for (int64_t d : g->type_of(v).shape.dims) bytes *= d == ir::kDimT ? 1 : d;
+    return std::make_pair(plan->value_offset[v], plan->value_offset[v] + bytes);
+  };
+  auto apart = [&](ir::ValueId a, ir::ValueId b) {
+    const auto x = range(a), y = range(b);
+    return x.second <= y.first || y.second <= x.first;
+  };
+  int fused = 0;
+  for (size_t i = 0; i + 1 < g->nodes.size(); ++i) {
+    const ir::Node& n = g->nodes[i];
+    const ir::Node& h = g->nodes[i + 1];
+    if (h.op != ir::OpKind::kQkNormRopeKvAppend) continue;
+    ASSERT_EQ(n.op, ir::OpKind::kMatMulGroup) << "node " << i;
+    const auto& ha = h.attrs_as<ir::QkNormRopeKvAppendAttrs>();
+    EXPECT_TRUE(lg->nodes[i + 1].decode.empty()) << "node " << i + 1;
+    ASSERT_EQ(lg->nodes[i + 1].prefill.size(), 1u);
+    EXPECT_EQ(lg->nodes[i + 1].prefill[0].kind, LaunchKind::kHeadOps);
+    ASSERT_EQ(lg->nodes[i].decode.size(), 1u);
+    const Launch& l = lg->nodes[i].decode[0];
+    const KernelSpec& spec = lg->specs[l.spec];
+    EXPECT_EQ(l.kind, LaunchKind::kGemv);
+    EXPECT_TRUE(absl::EndsWith(spec.label, " +head_ops")) << spec.label;
+    for (const std::string& d : {std::string("JLLM_HEAD=1"), absl::StrCat("JLLM_HEAD_D=", ha.head_dim),
+                                 absl::StrCat("JLLM_NROT=", ha.n_rot),
+                                 absl::StrCat("JLLM_KV=", static_cast<int>(g->kv_dtypes[ha.layer]))}) {
+      EXPECT_THAT(absl::StrSplit(spec.defines, ' '), ::testing::Contains(d)) << spec.label;
+    }
+    EXPECT_EQ(l.ops[slot::kGemvHeadPos].id, h.inputs[3]);
+    EXPECT_EQ(l.ops[slot::kGemvHeadQGamma].id, h.weights[0]);
+    EXPECT_EQ(l.ops[slot::kGemvHeadKGamma].id, h.weights[1]);
+    EXPECT_EQ(l.ops[slot::kGemvHeadYq].id, h.outputs[0]);
+    EXPECT_EQ(l.ops[slot::kGemvHeadCache].kind, Operand::Kind::kKvCache);
+    EXPECT_EQ(l.ops[slot::kGemvHeadCache].id, ha.layer);
+    for (int m = 0; m < 3; ++m) EXPECT_EQ(l.ops[slot::kGemvY0 + m].id, h.inputs[m]);
+    EXPECT_EQ(l.p1, ha.eps);
+    EXPECT_EQ(l.p2, ir::RopeThetaStep(ha.freq_base, ha.n_rot));
+    EXPECT_EQ(l.p3, ha.freq_scale);
+    int64_t ksplit = 1;  // the K split's tickets (one per row group: the grid over the splits) come first
+    for (absl::string_view d : absl::StrSplit(spec.defines, ' ')) {
+      if (absl::ConsumePrefix(&d, "JLLM_KSPLIT=")) ksplit = std::stoll(std::string(d));
+    }
+    EXPECT_EQ(l.workspace_counters, (ksplit > 1 ? spec.grid_x / ksplit : 0) + ha.n_head + ha.n_head_kv) << spec.label;
+    // The rotated q lies apart from x and from the raw q, k, v the GEMV writes.
+    EXPECT_TRUE(apart(h.outputs[0], n.inputs[0])) << "node " << i;
+    for (int m = 0; m < 3; ++m) EXPECT_TRUE(apart(h.outputs[0], n.outputs[m])) << "node " << i << " y" << m;
+    ++fused;
+  }
+  EXPECT_EQ(fused, 36);
+  fuse.reset();
+  auto separate = LowerGraph(*g);
+  ASSERT_TRUE(separate.ok()) << separate.status();
+  int head_ops = 0;
+  for (const Launch* l : DecodeLaunches(*separate)) {
+    if (l->kind == LaunchKind::kHeadOps) ++head_ops;
+    if (l->kind == LaunchKind::kGemv) EXPECT_FALSE(l->ops[slot::kGemvHeadCache].present());
+  }
+  EXPECT_EQ(head_ops, 36);
+  EXPECT_EQ(DecodeLaunches(*separate).size(), DecodeLaunches(*lg).size() + 36);
+}
+
 // The decode attention kernel by JLLM_ATTN_KERNEL: 4b's 8 kv heads of G = 4 and head_dim 128 with
 // an f16 cache take attention_mma.cu by default and with 3, attention_rows.cu with 2 and
 // attention_decode.cu with 1.

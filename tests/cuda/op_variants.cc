@@ -17,7 +17,10 @@ bool Selected(const OpCase& c, VariantCases which) {
       return gemv && (absl::StrContains(c.name, "q4_K") || absl::StrContains(c.name, "q4k") ||
                       absl::StrContains(c.name, "q6_K") || absl::StrContains(c.name, "qkv_norm"));
     case VariantCases::kPrefill: return c.max_nmse_tf32 > 0;
-    case VariantCases::kAttention: return absl::StartsWith(c.name, "attention") || absl::StrContains(c.name, "_attention_");
+    case VariantCases::kAttention:
+      return absl::StartsWith(c.name, "attention") ||
+             (absl::StrContains(c.name, "_attention_") && !absl::StartsWith(c.name, "qkv_head"));
+    case VariantCases::kGemvHead: return absl::StartsWith(c.name, "qkv_head");
   }
   return false;
 }

@@ -117,6 +117,25 @@ absl::StatusOr<std::vector<uint8_t>> BindArgs(const ir::Graph& graph, const Memo
       a.partials = b.workspace;
       a.counters = b.counters;
       a.eps = l.p0;
+      if (l.ops[slot::kGemvHeadCache].present()) {  // the head ops in the tail, on y[0..2]
+        FusedHeadArgs& h = a.head;
+        h.xq = a.y[0];
+        h.xk = a.y[1];
+        h.xv = a.y[2];
+        ASSIGN_OR_RETURN(h.q_gamma, As<const float>(r, l.ops[slot::kGemvHeadQGamma]));
+        ASSIGN_OR_RETURN(h.k_gamma, As<const float>(r, l.ops[slot::kGemvHeadKGamma]));
+        ASSIGN_OR_RETURN(const LayerCache* c, r.Cache(l.ops[slot::kGemvHeadCache]));
+        h.k_cache = c->k;
+        h.v_cache = c->v;
+        h.k_scales = c->k_scales;
+        h.v_scales = c->v_scales;
+        h.eps = l.p1;
+        h.rope_step = l.p2;
+        h.rope_scale = l.p3;
+        ASSIGN_OR_RETURN(a.yq, As<float>(r, l.ops[slot::kGemvHeadYq]));
+        ASSIGN_OR_RETURN(a.pos, As<const int>(r, l.ops[slot::kGemvHeadPos]));
+        a.max_ctx = static_cast<int>(b.max_context);
+      }
       return Bytes(a);
     }
     case LaunchKind::kGemm: {
@@ -190,7 +209,7 @@ absl::StatusOr<std::vector<uint8_t>> BindArgs(const ir::Graph& graph, const Memo
       a.scale = l.p0;
       a.n_tokens = n;
       if (l.ops.size() > slot::kAttnXq && l.ops[slot::kAttnXq].present()) {
-        AttentionArgs::FusedHead& h = a.head;
+        FusedHeadArgs& h = a.head;
         ASSIGN_OR_RETURN(h.xq, As<const float>(r, l.ops[slot::kAttnXq]));
         ASSIGN_OR_RETURN(h.q_gamma, As<const float>(r, l.ops[slot::kAttnQGamma]));
         ASSIGN_OR_RETURN(h.xk, As<const float>(r, l.ops[slot::kAttnXk]));

@@ -137,10 +137,13 @@ absl::StatusOr<MemoryPlan> PlanMemory(const ir::Graph& g, const LoweredGraph& lo
   }
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const ir::Node& n = g.nodes[i];
-    for (ir::ValueId v : n.outputs) {
-      if (in_arena[v]) p.value_offset[v] = arena.Allocate(bytes_of(v));
-    }
     const NodeLowering& nl = lowered.nodes[i];
+    for (ir::ValueId v : n.outputs) {
+      if (in_arena[v] && p.value_offset[v] < 0) p.value_offset[v] = arena.Allocate(bytes_of(v));
+    }
+    for (ir::ValueId v : nl.early_outputs) {  // a later node's output this node writes
+      if (in_arena[v] && p.value_offset[v] < 0) p.value_offset[v] = arena.Allocate(bytes_of(v));
+    }
     for (int64_t width : nl.temp_widths) {
       p.temp_offset[i].push_back(arena.Allocate(width * max_step_tokens * 4));
     }

@@ -40,13 +40,18 @@
 // step's 2.5 GB of weights went through L2 it comes from HBM, a round trip that otherwise
 // follows the wait beside x's; 0: with x), JLLM_PAIRS (a mask, 1 q4_K, 2 q6_K: those members
 // read as unit pairs, 8 lanes a row and 4 rows a warp step, x quantized per pair;
-// launch_geometry.h).
+// launch_geometry.h), JLLM_HEAD (1: the QKV triple's next node, Qwen3's q/k RMSNorm + RoPE + KV
+// append, runs in this kernel's tail — y[0..2] are its raw q, k, v; each item's writer adds its
+// rows to its head's ticket, and the warp that completes a head transforms it (head_transform.cuh)
+// into yq or the caches: one kernel a layer fewer; with JLLM_HEAD_D, JLLM_NROT and JLLM_KV, the
+// cache element type).
 //
 // Lanes and rows: a member's row is read by LPR lanes (32, or 8 for pairs), each RPL rows
 // (JLLM_R, or 1 for pairs) per step; lane l reads unit l mod LPR of the step's rows
 // row0 + l / LPR + (32 / LPR)·r, r < RPL, and an item is 32 / LPR · RPL rows.
 #include "kernel_args.h"
 #include "launch_geometry.h"
+#include "head_transform.cuh"
 #include "weight_types.cuh"
 
 namespace {
@@ -84,6 +89,17 @@ constexpr bool kBulk = kRing > 0 && JLLM_BULK && JLLM_HAS_BULK_COPY;
 #endif
 constexpr int kType[3] = {JLLM_T0, JLLM_T1, JLLM_T2};
 constexpr int kRows[3] = {JLLM_N0, JLLM_N1, JLLM_N2};
+#ifndef JLLM_HEAD
+#define JLLM_HEAD 0
+#endif
+#if !JLLM_HEAD
+#define JLLM_HEAD_D 32
+#define JLLM_NROT 0
+#define JLLM_KV 0
+#endif
+constexpr bool kHead = JLLM_HEAD;
+constexpr int kHeadD = JLLM_HEAD_D, kHeadRot = JLLM_NROT, kHeadKv = JLLM_KV;
+constexpr int kHq = kHead ? kRows[0] / kHeadD : 0;  // q heads; kv heads: kRows[1] / kHeadD
 constexpr int kPairs = JLLM_PAIRS;  // launch_geometry.h, GemvPairUnits
 // The unit reader of member m (weight_types.cuh): its ggml type, or its pairs.
 constexpr int kWt[3] = {geo::GemvUnitReader(JLLM_T0, kPairs), geo::GemvUnitReader(JLLM_T1, kPairs),
@@ -170,6 +186,9 @@ static_assert(kChunk >= 1 && kChunk <= 8 && (kRing > 0 || kChunk == 1), "CHUNK 1
 static_assert(3 * kK / 16 <= kSlotFloat4 && 5 * kK / 32 <= kSlotFloat4 && 10 * kK / 64 <= kSlotFloat4,
               "a quantized slot (3 arrays of 16-element units, 5 of 32-element units or 10 of pairs) fits");
 static_assert(!(PairUnits(0) || PairUnits(1) || PairUnits(2)) || kXPlanes > 0, "pairs read quantized x");
+static_assert(!kHead || (kNm == 3 && !kSwiglu && !kResidual && kRows[0] % kHeadD == 0 && kRows[1] == kRows[2] &&
+                         kRows[1] % kHeadD == 0 && (kHeadRot / 2) % 32 == 0),
+              "HEAD: a QKV triple of whole heads, rotated in registers (n_rot / 2 a multiple of 32)");
 
 struct Range {
   int begin, end;  // items [begin, end) of this CTA
@@ -386,6 +405,56 @@ __device__ __forceinline__ int WriterRow(int row0, int lane) {
   return lu < RowsPerLane(kM) && row < kRows[kM] ? row : -1;
 }
 
+// HEAD, after an item's rows of member kM (q, k or v) are final: each head the item touches gets
+// the item's row count on its ticket (a q head's counts to D; a kv head's to 2·D, its k rows and
+// its v rows), and the warp that completes a head transforms it — q: RMSNorm + RoPE into yq; kv:
+// k normed and rotated, v as it is, appended to the caches at *pos — and clears the ticket for
+// the next launch. The rows were written by other warps and SMs: the writers fence before their
+// ticket, the completing warp after it, and reads them through L2.
+template <int kM>
+__device__ __forceinline__ void HeadTail(const jllm::cuda::GemvArgs& args, int row0) {
+  if constexpr (kHead) {
+    constexpr int kPer = kHeadD / 32;
+    const int lane = threadIdx.x & 31;
+    const int end = min(row0 + ItemRows(kM), kRows[kM]);
+    unsigned* tickets = args.counters + (kKsplit > 1 ? kRowGroups : 0);
+    const jllm::cuda::FusedHeadArgs& a = args.head;
+    __threadfence();  // this warp's rows of the item, before its tickets
+    __syncwarp();
+    for (int h = row0 / kHeadD; h * kHeadD < end; ++h) {
+      const unsigned n = static_cast<unsigned>(min(end, (h + 1) * kHeadD) - max(row0, h * kHeadD));
+      const int c = kM == 0 ? h : kHq + h;
+      const unsigned whole = kM == 0 ? kHeadD : 2 * kHeadD;
+      unsigned before = 0;
+      if (lane == 0) before = atomicAdd(tickets + c, n);
+      before = __shfl_sync(0xffffffffu, before, 0);
+      if (before + n != whole) continue;
+      __threadfence();  // every writer's rows of head h
+      const int pos = args.pos[0];
+      const long long at = static_cast<long long>(h) * kHeadD;
+      float x[kPer], g[kPer];
+      const float* src = kM == 0 ? a.xq : a.xk;
+      const float* gamma = kM == 0 ? a.q_gamma : a.k_gamma;
+#pragma unroll
+      for (int i = 0; i < kPer; ++i) {
+        x[i] = jllm_load_l2_f32(src + at + lane + 32 * i);
+        g[i] = gamma[lane + 32 * i];
+      }
+      HeadTransform<kHeadD, kHeadRot>(x, true, g, true, a.eps, pos, a.rope_step, a.rope_scale, nullptr);
+      if (kM == 0) {
+#pragma unroll
+        for (int i = 0; i < kPer; ++i) args.yq[at + lane + 32 * i] = x[i];
+      } else {
+        float v[kPer];
+#pragma unroll
+        for (int i = 0; i < kPer; ++i) v[i] = jllm_load_l2_f32(a.xv + at + lane + 32 * i);
+        StoreKvHead<kHeadKv, kHeadD>(x, v, h, pos, a.k_cache, a.v_cache, a.k_scales, a.v_scales, args.max_ctx);
+      }
+      if (lane == 0) tickets[c] = 0;
+    }
+  }
+}
+
 // y (or the partial sums) of the item of member-group kM at row0, split `split`. `residual` is
 // residual[WriterRow] (RESIDUAL), loaded when the item began; `x_scale` is StageX's factor (the
 // RMS scale with LATE_NORM, which has no K split).
@@ -426,6 +495,7 @@ __device__ __forceinline__ void Finish(const jllm::cuda::GemvArgs& args, int spl
       }
       epilogue(v);
     }
+    HeadTail<kM>(args, row0);
   } else {
     // Partial sums of this split (each writer its row's, fenced before the warp's ticket); the
     // row group's last split to finish adds them in order.
@@ -455,6 +525,7 @@ __device__ __forceinline__ void Finish(const jllm::cuda::GemvArgs& args, int spl
       epilogue(y);
     }
     if (lane == 0) args.counters[RgBegin(kM) + rg] = 0;
+    HeadTail<kM>(args, row0);
   }
 }
 

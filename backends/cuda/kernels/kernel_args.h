@@ -18,6 +18,24 @@ struct StepState {
 };
 inline constexpr unsigned kStepErrorTokenRange = 1u;  // a token id outside the vocabulary
 
+// Qwen3's q/k RMSNorm + RoPE + KV append (ir's qk_norm_rope_kv_append) done inside another
+// kernel: decode attention (attention_decode.cu, JLLM_FUSED_HEAD) or the QKV GEMV's tail
+// (gemv.cu, JLLM_HEAD). Its inputs, the caches it appends to, and its attributes.
+struct FusedHeadArgs {
+  const float* xq;
+  const float* q_gamma;
+  const float* xk;
+  const float* k_gamma;
+  const float* xv;
+  void* k_cache;  // [Hkv][max_ctx][D] of the cache element type
+  void* v_cache;
+  unsigned short* k_scales;  // int8 caches: [Hkv][max_ctx] fp16
+  unsigned short* v_scales;
+  float eps;
+  float rope_step;   // base^(-2/n_rot), as HeadOpsArgs
+  float rope_scale;  // freq_scale
+};
+
 // y_m = W_m · x for up to three matrices sharing x (one token), with the fusions of ir's
 // MatMulAttrs: RMSNorm of x first (gamma), + residual, or silu(y_0)·y_1 into y[0].
 struct GemvArgs {
@@ -27,8 +45,14 @@ struct GemvArgs {
   const float* residual;   // RESIDUAL only: added to y[0]
   float* y[3];
   float* partials;         // KSPLIT > 1: [KSPLIT][rows of all members]
-  unsigned* counters;      // KSPLIT > 1: one per tile, zero between launches
+  unsigned* counters;      // KSPLIT > 1: one per tile; HEAD: one per head after those; zero between launches
   float eps;
+  // HEAD: the next node's head ops in this GEMV's tail, on y[0..2] (head.xq, xk, xv): the
+  // rotated q into yq, k and v into the caches at position *pos (gemv.cu, HeadTail).
+  FusedHeadArgs head;
+  float* yq;
+  const int* pos;
+  int max_ctx;
 };
 
 // y = W · x for T tokens (x [T, K], y [T, N]), + residual [T, N].
@@ -107,22 +131,9 @@ struct AttentionArgs {
   float scale;         // applied to q·k before the softmax
   int n_tokens;
   L2Prefetch prefetch;  // decode: weights a later kernel reads (JLLM_PREFETCH)
-  // Decode with the head ops fused (JLLM_FUSED_HEAD): q is normed and rotated from these as it is
-  // staged, and the CTA whose split holds the new position appends its k and v to the cache.
-  struct FusedHead {
-    const float* xq;
-    const float* q_gamma;
-    const float* xk;
-    const float* k_gamma;
-    const float* xv;
-    void* k_cache;  // the same caches as above, writable
-    void* v_cache;
-    unsigned short* k_scales;
-    unsigned short* v_scales;
-    float eps;
-    float rope_step;   // base^(-2/n_rot), as HeadOpsArgs
-    float rope_scale;  // freq_scale
-  } head;
+  // Decode with the head ops fused (JLLM_FUSED_HEAD): q is normed and rotated from head.xq as it
+  // is staged, and the CTA whose split holds the new position appends its k and v to the cache.
+  FusedHeadArgs head;
 };
 
 // Elementwise: y = a + b, or y = silu(a)·b, over n elements.

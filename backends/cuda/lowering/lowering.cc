@@ -92,6 +92,10 @@ constexpr int kGemvGammaEarly = 1;
 // H200 (stop 18): 4b tg128 +12 %, 14b +7 %, 0.6b -3 % (whose GEMVs but the logits are < 4 MiB).
 constexpr int kGemvPairs = 3;
 constexpr int kGemvPairsMinMib = 4;
+// The QKV GEMV runs the next node's q/k norm + RoPE + KV append in its tail (1: gemv.cu HEAD, one
+// kernel a layer fewer — a per-head ticket, and the warp that completes a head transforms it) or
+// head_ops runs after it (0, the default until measured; JLLM_GEMV_HEAD; docs/PERF.md).
+constexpr int kGemvHead = 0;
 // Prefill GEMM tiles: BN 128 tokens per CTA since stop 18 (pp512 on the H200: 4b +30 %, 14b +19 %,
 // 0.6b +8 % over 64: each weight tile is dequantized for twice the tokens; 32 loses 40-50 %).
 constexpr int kGemmBm = 128, kGemmBn = 128, kGemmTm = 8, kGemmTn = 4;
@@ -345,8 +349,10 @@ class Lowerer {
 
   // ---- matmuls ----------------------------------------------------------------------------
 
+  // `head`: the qk_norm_rope_kv_append node to run in the GEMV's tail (FusableHeadIntoGemv), or null.
   Launch Gemv(const std::vector<ir::WeightId>& members, Operand x, Operand gamma, Operand residual,
-              const std::vector<Operand>& ys, float eps, bool swiglu, bool ffn = false) {
+              const std::vector<Operand>& ys, float eps, bool swiglu, bool ffn = false,
+              const ir::Node* head = nullptr) {
     const int64_t k = W(members[0]).dim(0);
     const bool norm = gamma.present();
     // The GEMV knobs: the tuning table's values for this shape (tuning.h) where it has them,
@@ -454,11 +460,19 @@ class Lowerer {
     defs.push_back(D("JLLM_NORM", norm));
     defs.push_back(D("JLLM_RESIDUAL", residual.present()));
     defs.push_back(D("JLLM_SWIGLU", swiglu));
+    const ir::QkNormRopeKvAppendAttrs* ha = head != nullptr ? &head->attrs_as<ir::QkNormRopeKvAppendAttrs>() : nullptr;
+    if (ha != nullptr) {
+      defs.push_back(D("JLLM_HEAD", 1));
+      defs.push_back(D("JLLM_HEAD_D", ha->head_dim));
+      defs.push_back(D("JLLM_NROT", ha->n_rot));
+      defs.push_back(D("JLLM_KV", static_cast<int>(g_.kv_dtypes[ha->layer])));
+    }
     KernelSpec s = Base("gemv.cu", "gemv",
                         absl::StrCat("gemv ", key, ksplit > 1 ? absl::StrCat(" split", ksplit) : "",
                                      x_planes == 1 ? " x:i8" : x_planes == 2 ? " x:i16" : "",
                                      ring > 0 ? absl::StrCat(" ring", ring) : "",
-                                     chunk > 1 ? absl::StrCat(" chunk", chunk) : "", any_pairs ? " pairs" : ""),
+                                     chunk > 1 ? absl::StrCat(" chunk", chunk) : "", any_pairs ? " pairs" : "",
+                                     ha != nullptr ? " +head_ops" : ""),
                         defs, 32 * nw);
     s.grid_x = row_groups * ksplit;  // at most one CTA an item
     // JLLM_GEMV_GRID=N: at most N CTAs (0, the default: as many as fit the SMs). Fewer than fit
@@ -477,6 +491,10 @@ class Lowerer {
     const int64_t out_rows = swiglu ? W(members[0]).dim(1) : total_rows;
     s.bytes_per_token = (k + out_rows + (residual.present() ? out_rows : 0)) * 4;
     s.flops_per_token = 2 * total_rows * k;
+    if (ha != nullptr) {  // the head rows read back, q written, k and v appended
+      s.bytes_per_token += (total_rows + ha->n_head * ha->head_dim) * 4 +
+                           2 * ha->n_head_kv * ha->head_dim * KvElemBytes(g_.kv_dtypes[ha->layer]);
+    }
     Launch l;
     l.kind = LaunchKind::kGemv;
     l.spec = Add(std::move(s));
@@ -492,7 +510,42 @@ class Lowerer {
       l.workspace_floats = ksplit * total_rows;
       l.workspace_counters = row_groups;
     }
+    if (ha != nullptr) {
+      l.ops[slot::kGemvHeadPos] = Operand::Value(head->inputs[3]);
+      l.ops[slot::kGemvHeadQGamma] = Operand::Weight(head->weights[0]);
+      l.ops[slot::kGemvHeadKGamma] = Operand::Weight(head->weights[1]);
+      l.ops[slot::kGemvHeadYq] = Operand::Value(head->outputs[0]);
+      l.ops[slot::kGemvHeadCache] = Operand::Cache(static_cast<int32_t>(ha->layer));
+      l.p1 = ha->eps;
+      l.p2 = ir::RopeThetaStep(ha->freq_base, ha->n_rot);
+      l.p3 = ha->freq_scale;
+      l.workspace_counters += ha->n_head + ha->n_head_kv;  // the head tickets, after the split ones
+    }
     return l;
+  }
+
+  // The node after QKV group n if it is the q/k norm + RoPE + KV append of n's three outputs,
+  // with every transform on (Qwen3) and a shape the GEMV's tail takes (whole heads, the rotation
+  // in registers), and the fusion is on (JLLM_GEMV_HEAD; not with attention_decode.cu's own fused
+  // head ops); else null. The GEMV still writes the raw q, k and v, so other readers of them see
+  // what they would have.
+  const ir::Node* FusableHeadIntoGemv(const ir::Node& n, const std::vector<ir::WeightId>& members) const {
+    if (TuningOverride("JLLM_GEMV_HEAD", kGemvHead, /*min=*/0, /*max=*/1) == 0) return nullptr;
+    if (TuningOverride("JLLM_ATTN_FUSE_HEAD", kAttnFuseHead, /*min=*/0, /*max=*/1) == 1 && AttentionKernel() == 1) {
+      return nullptr;
+    }
+    if (node_ + 1 >= static_cast<int>(g_.nodes.size()) || members.size() != 3 || n.outputs.size() != 3) return nullptr;
+    const ir::Node& h = g_.nodes[node_ + 1];
+    if (h.op != OpKind::kQkNormRopeKvAppend || h.inputs.size() != 4) return nullptr;
+    for (int i = 0; i < 3; ++i) {
+      if (h.inputs[i] != n.outputs[i]) return nullptr;
+    }
+    const auto& a = h.attrs_as<ir::QkNormRopeKvAppendAttrs>();
+    const int64_t d = a.head_dim;
+    const bool shape_ok = d % 32 == 0 && d <= 512 && a.n_rot > 0 && a.n_rot <= d && (a.n_rot / 2) % 32 == 0 &&
+                          W(members[0]).dim(1) == a.n_head * d && W(members[1]).dim(1) == a.n_head_kv * d &&
+                          W(members[2]).dim(1) == a.n_head_kv * d;
+    return shape_ok ? &h : nullptr;
   }
 
   // The prefill GEMM of one matrix: gemm.cu (f32 FMAs or tf32 MMAs, BM 128), or gemm_f16.cu
@@ -659,7 +712,12 @@ class Lowerer {
       nl.decode.push_back(Gemv({members[1]}, x, gamma, Operand::None(), {Operand::Temp(1)}, eps, false, ffn));
       nl.decode.push_back(Elementwise(1, Operand::Temp(0), Operand::Temp(1), ys[0], f));
     } else {
-      nl.decode.push_back(Gemv(members, x, gamma, residual, ys, eps, a.swiglu, ffn));
+      const ir::Node* head = a.swiglu || a.residual ? nullptr : FusableHeadIntoGemv(n, members);
+      nl.decode.push_back(Gemv(members, x, gamma, residual, ys, eps, a.swiglu, ffn, head));
+      if (head != nullptr) {
+        fused_head_node_ = node_ + 1;  // its decode launch is this one
+        nl.early_outputs = {head->outputs[0]};
+      }
     }
 
     // Prefill: the norm once into a temp, then one GEMM per member.
@@ -817,7 +875,7 @@ class Lowerer {
       return absl::UnimplementedError(
           absl::StrCat("head_dim ", head_dim, ": the CUDA head kernels need a multiple of 32 up to 512"));
     }
-    nl.decode.push_back(l);
+    if (node_ != fused_head_node_) nl.decode.push_back(l);  // else in the QKV GEMV's tail
     nl.prefill.push_back(l);
     return absl::OkStatus();
   }
@@ -1021,6 +1079,7 @@ class Lowerer {
   std::vector<int> producer_;  // per value: the node producing it, or -1
   LoweredGraph out_;
   int node_ = 0;
+  int fused_head_node_ = -1;  // the head op node whose decode launch is a QKV GEMV's tail
 };
 
 }  // namespace

@@ -18,7 +18,8 @@
 //   logits                  gemv                           gemv on the last row; gemm for all
 //   head_rms_norm, rope,    head_ops (or none: inside      head_ops
 //   kv_append,              attention_decode,
-//   qk_norm_rope_kv_append  JLLM_ATTN_FUSE_HEAD)
+//   qk_norm_rope_kv_append  JLLM_ATTN_FUSE_HEAD, or the
+//                           QKV gemv's tail, JLLM_GEMV_HEAD)
 //   attention               attention_rows (JLLM_ATTN_     attention_prefill
 //                           KERNEL 2), attention_mma (3),
 //                           attention_decode (1)
@@ -58,7 +59,11 @@ enum class LaunchKind : uint8_t {
 
 // Operand slots of each kind, in Launch::ops.
 namespace slot {
-enum Gemv { kGemvX, kGemvGamma, kGemvResidual, kGemvW0, kGemvW1, kGemvW2, kGemvY0, kGemvY1, kGemvY2, kGemvCount };
+// kGemvHeadPos..kGemvHeadCache: the QKV GEMV with the next node's head ops in its tail (else absent).
+enum Gemv {
+  kGemvX, kGemvGamma, kGemvResidual, kGemvW0, kGemvW1, kGemvW2, kGemvY0, kGemvY1, kGemvY2,
+  kGemvHeadPos, kGemvHeadQGamma, kGemvHeadKGamma, kGemvHeadYq, kGemvHeadCache, kGemvCount
+};
 enum Gemm { kGemmX, kGemmResidual, kGemmW, kGemmY, kGemmW2, kGemmCount };
 enum Embed { kEmbedTokens, kEmbedPos, kEmbedTable, kEmbedY, kEmbedCount };
 enum RmsNorm { kNormX, kNormGamma, kNormY, kNormCount };
@@ -95,6 +100,9 @@ struct NodeLowering {
   // Values the decode launches read that are not the node's inputs: a producer fused into this
   // node reads its own inputs here, so they must live until this node (memory_plan.cc).
   std::vector<ir::ValueId> extra_reads;
+  // Outputs of a later node that the decode launches write (a consumer fused into this node):
+  // they get their bytes here, so none of this node's inputs shares them (memory_plan.cc).
+  std::vector<ir::ValueId> early_outputs;
 };
 
 struct LoweredGraph {
