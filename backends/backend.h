@@ -79,6 +79,11 @@ struct KernelTiming {
   double microseconds = 0;
   int64_t bytes = 0;  // bytes moved by all calls (the cost model's count)
   int64_t flops = 0;
+  // In the step as its captured graph runs it, summed over calls (the CUDA backend with
+  // JLLM_TRACE=1 at load; 0 otherwise): from the previous kernel's end to this one's (its cost on
+  // the step's critical path); from the previous end to its first CTA past the grid wait; a CTA's
+  // mean time from the wait to its mark (the GEMV: x staged); its last CTA's end after its median one's.
+  double step_us = 0, release_us = 0, staged_us = 0, spread_us = 0;
 };
 
 class Backend {

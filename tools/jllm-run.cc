@@ -6,6 +6,7 @@
 //   jllm-run plan.bin -f prompt.txt   (or -f - for standard input)
 //   jllm-run plan.bin -p "..." --validate -n 32     cpu_ref and cuda in lockstep
 //   jllm-run plan.bin -p "..." --profile            where a prefill chunk's and a decode step's time goes
+//   JLLM_TRACE=1 jllm-run plan.bin -p "..." --profile  and each kernel's share of the captured step
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -70,6 +71,26 @@ void PrintStats(const GenerateResult& r, const jllm::runtime::Session& s, int64_
   }
 }
 
+// The kernels' times in the captured step (JLLM_TRACE=1 at load; nothing without it), by their
+// cost on the step's critical path.
+void PrintStepTimeline(std::vector<jllm::KernelTiming> kernels) {
+  double step_us = 0;
+  for (const auto& k : kernels) step_us += k.step_us;
+  if (step_us <= 0) return;
+  std::sort(kernels.begin(), kernels.end(), [](const auto& a, const auto& b) { return a.step_us > b.step_us; });
+  std::fprintf(stderr, "\nin the captured step (JLLM_TRACE): %.1f us from the first kernel's start to the last one's end\n",
+               step_us);
+  std::fprintf(stderr, "| %-58s | %5s | %10s | %6s | %10s | %10s | %10s |\n", "kernel", "calls", "step us", "share",
+               "release us", "staged us", "spread us");
+  std::fprintf(stderr, "|%s|%s|%s|%s|%s|%s|%s|\n", std::string(60, '-').c_str(), std::string(7, '-').c_str(),
+               std::string(12, '-').c_str(), std::string(8, '-').c_str(), std::string(12, '-').c_str(),
+               std::string(12, '-').c_str(), std::string(12, '-').c_str());
+  for (const auto& k : kernels) {
+    std::fprintf(stderr, "| %-58s | %5lld | %10.1f | %5.1f%% | %10.1f | %10.1f | %10.1f |\n", k.name.substr(0, 58).c_str(),
+                 (long long)k.calls, k.step_us, 100.0 * k.step_us / step_us, k.release_us, k.staged_us, k.spread_us);
+  }
+}
+
 void PrintProfile(const std::vector<jllm::runtime::Session::StepProfile>& profiles) {
   for (const auto& p : profiles) {
     double total_us = 0;
@@ -90,6 +111,7 @@ void PrintProfile(const std::vector<jllm::runtime::Session::StepProfile>& profil
                    (long long)k.calls, k.microseconds, total_us > 0 ? 100.0 * k.microseconds / total_us : 0.0,
                    (long long)k.bytes, gbs);
     }
+    PrintStepTimeline(sorted);
   }
 }
 
@@ -197,7 +219,8 @@ int Main(int argc, char** argv) {
       "the logits of every step; exit 3 beyond the bounds");
   app.add_flag("--profile", profile,
                "print where the time of the prompt's first prefill chunk and of one decode step goes, "
-               "by kernel, and exit")
+               "by kernel, and exit (with JLLM_TRACE=1 in the environment, also each kernel's time in the "
+               "decode step as its captured graph runs it)")
       ->excludes(validate_opt);
   app.add_option("-t,--threads", threads, "CPU threads (0: all cores)")
       ->check(IntRange(0, kNoMax, "0 = all cores"))

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -157,6 +158,50 @@ TEST(EmuModelTest, LockstepWithCpuRefHeadOpsInTheQkvGemv) {
   EXPECT_EQ(head_ops, 0);
   EXPECT_EQ(tails, 4);  // one a layer
   CheckLockstepWithCpuRef(true);
+}
+
+// JLLM_TRACE=1: every kernel is built to stamp the step's trace, and a profiled decode step also
+// runs as its captured graph does: each decode kernel gets its time on the step's critical path
+// (the emulation runs one kernel after another, so their sum is the step), the GEMVs the time
+// they staged x in, and nothing the step computes changes.
+TEST(EmuModelTest, TracedDecodeStepPutsEveryKernelOnTheTimeline) {
+  const ir::Graph graph = Lowered(true);
+  BlobWeightSource weights(Blob());
+  const std::vector<int32_t> prompt = {72, 101, 108, 108, 111};
+  auto decode_logits = [&](bool trace) {
+    std::optional<::jllm::testing::ScopedEnv> env;
+    if (trace) env.emplace(std::vector<std::pair<std::string, std::string>>{{"JLLM_TRACE", "1"}});
+    std::vector<float> prefill, decode;
+    auto gpu = LoadEmulated(graph, weights, /*context=*/32, /*step_tokens=*/8);
+    EXPECT_TRUE(gpu.ok()) << gpu.status();
+    if (!gpu.ok()) return decode;
+    EXPECT_TRUE((*gpu)->Forward(prompt, 0, LogitsRows::kLast, &prefill).ok());
+    EXPECT_TRUE((*gpu)->Forward(std::vector<int32_t>{44}, 5, LogitsRows::kLast, &decode).ok());
+    if (trace) {
+      auto timings = (*gpu)->Profile(std::vector<int32_t>{44}, 5);
+      EXPECT_TRUE(timings.ok()) << timings.status();
+      if (!timings.ok()) return decode;
+      int gemvs = 0;
+      double step = 0;
+      for (const KernelTiming& k : *timings) {
+        EXPECT_GT(k.step_us, 0) << k.name;
+        EXPECT_GE(k.spread_us, 0) << k.name;
+        step += k.step_us;
+        if (absl::StartsWith(k.name, "gemv ")) {
+          ++gemvs;
+          EXPECT_GT(k.staged_us, 0) << k.name;
+        } else {
+          EXPECT_EQ(k.staged_us, 0) << k.name;  // no other kernel marks
+        }
+      }
+      EXPECT_GE(gemvs, 5);  // QKV, attention output, gate+up, down, logits
+      EXPECT_GT(step, 0);
+    }
+    return decode;
+  };
+  const std::vector<float> plain = decode_logits(false);
+  ASSERT_FALSE(plain.empty());
+  EXPECT_EQ(decode_logits(true), plain);
 }
 
 // JLLM_OMIT's launches filter (RunnerOptions::omit_kernels): a label that matches nothing

@@ -61,6 +61,8 @@ struct OpVariant {
 // GEMV with the head ops in its tail (JLLM_GEMV_HEAD): with the default knobs (items cut between
 // warps), with every matrix split in two along K and 3-row items (items across two heads, the
 // last split's warp transforms), as pairs dealt round-robin, and in registers on two warps.
+// Every kernel built for the in-step trace (JLLM_TRACE: the body inside the trace's entry and
+// exit stamps, a second argument) computing what it computes without.
 inline std::vector<OpVariant> CudaKernelVariants() {
   return {
       {"registers_r1",
@@ -95,6 +97,7 @@ inline std::vector<OpVariant> CudaKernelVariants() {
       {"pairs_cpasync_roundrobin",
        {{"JLLM_GEMV_PAIRS", "3"}, {"JLLM_GEMV_PAIRS_MIN_MIB", "0"}, {"JLLM_GEMV_BULK", "0"}, {"JLLM_GEMV_SPREAD", "0"}},
        VariantCases::kGemvPairs},
+      {"traced", {{"JLLM_TRACE", "1"}}, VariantCases::kGemvGroups},
       {"gemv_head", {{"JLLM_GEMV_HEAD", "1"}}, VariantCases::kGemvHead},
       {"gemv_head_split2_r3_ring2",
        {{"JLLM_GEMV_HEAD", "1"}, {"JLLM_GEMV_KSPLIT", "2"}, {"JLLM_GEMV_R", "3"}, {"JLLM_GEMV_RING", "2"}},

@@ -167,7 +167,8 @@ absl::StatusOr<int> CudartDevice::MaxActiveBlocksPerSm(KernelHandle k, int threa
 
 absl::Status CudartDevice::Launch(KernelHandle k, Dim3 grid, Dim3 block, size_t dynamic_smem,
                                   const void* args, size_t /*args_bytes*/) {
-  void* params[] = {const_cast<void*>(args)};
+  // A kernel reads as many arguments as it has: the trace buffer only where built with JLLM_TRACE.
+  void* params[] = {const_cast<void*>(args), &trace_};
   const Kernel& kernel = kernels_[k];
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(grid.x, grid.y, grid.z);

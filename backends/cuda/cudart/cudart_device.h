@@ -38,6 +38,7 @@ class CudartDevice : public DeviceApi {
   absl::StatusOr<int> MaxActiveBlocksPerSm(KernelHandle k, int threads, size_t dynamic_smem) override;
   absl::Status Launch(KernelHandle k, Dim3 grid, Dim3 block, size_t dynamic_smem, const void* args,
                       size_t args_bytes) override;
+  void SetTraceBuffer(uint64_t* trace) override { trace_ = trace; }
   absl::Status BeginCapture() override;
   absl::StatusOr<GraphHandle> EndCapture() override;
   absl::Status Replay(GraphHandle g) override;
@@ -62,6 +63,7 @@ class CudartDevice : public DeviceApi {
   CubinCache cache_;
   DeviceProperties props_;
   cudaStream_t stream_ = nullptr;
+  uint64_t* trace_ = nullptr;  // the second argument of every launch (JLLM_TRACE kernels read it)
   std::vector<Kernel> kernels_;
   std::vector<cudaGraphExec_t> graphs_;
   std::vector<cudaEvent_t> events_;

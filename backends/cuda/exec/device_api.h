@@ -76,6 +76,9 @@ class DeviceApi {
   // `args` points at the kernel's argument struct (kernels/kernel_args.h), args_bytes its size.
   virtual absl::Status Launch(KernelHandle k, Dim3 grid, Dim3 block, size_t dynamic_smem,
                               const void* args, size_t args_bytes) = 0;
+  // The step's trace buffer (kernels/kernel_trace.h) that the launches after this pass to kernels
+  // built with JLLM_TRACE as their second argument (others take one); null: none.
+  virtual void SetTraceBuffer(uint64_t* trace) = 0;
 
   // Records what is launched between the two calls instead of running it; replays it later.
   virtual absl::Status BeginCapture() = 0;

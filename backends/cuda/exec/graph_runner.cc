@@ -1,5 +1,8 @@
 #include "backends/cuda/exec/graph_runner.h"
 
+#include "backends/cuda/exec/step_trace.h"
+#include "backends/cuda/kernels/kernel_trace.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -27,6 +30,7 @@ GraphRunner::GraphRunner(const ir::Graph& graph, DeviceApi& device, const Runner
     : graph_(graph), device_(device), options_(options) {}
 
 GraphRunner::~GraphRunner() {
+  if (trace_ != nullptr) device_.SetTraceBuffer(nullptr);
   for (void* p : allocations_) device_.Free(p);
   if (host_state_ != nullptr) device_.FreeHost(host_state_);
   if (host_params_ != nullptr) device_.FreeHost(host_params_);
@@ -210,11 +214,17 @@ absl::Status GraphRunner::Allocate() {
   buffers_.workspace = static_cast<float*>(Alloc(plan_.workspace_floats * 4, "workspace", &st));
   buffers_.counters = static_cast<unsigned*>(Alloc(plan_.workspace_counters * 4, "counters", &st));
   buffers_.max_context = static_cast<int>(n_ctx);
+  if (!lowered_.specs.empty() && absl::StrContains(lowered_.specs[0].defines, "JLLM_TRACE=")) {
+    // JLLM_TRACE (a measuring aid): every launch passes the trace buffer; Profile reads it.
+    trace_ = static_cast<uint64_t*>(Alloc((kTraceRecords + 1) * trace::kWords * 8, "trace", &st));
+    device_.SetTraceBuffer(trace_);
+  }
   RETURN_IF_ERROR(st);
   // Zero what kernels rely on being zero: counters, stamps, state, context.
   if (buffers_.counters) RETURN_IF_ERROR(device_.Fill(buffers_.counters, 0, plan_.workspace_counters * 4));
   if (buffers_.sample_stamps) RETURN_IF_ERROR(device_.Fill(buffers_.sample_stamps, 0, vocab * 4));
   RETURN_IF_ERROR(device_.Fill(buffers_.state, 0, sizeof(StepState)));
+  if (trace_ != nullptr) RETURN_IF_ERROR(device_.Fill(trace_, 0, trace::kWords * 8));  // no record until asked
   RETURN_IF_ERROR(device_.Fill(buffers_.context_tokens, 0, n_ctx * 4));
   ASSIGN_OR_RETURN(void* hs, device_.AllocateHost(sizeof(StepState), "step state"));
   host_state_ = static_cast<StepState*>(hs);
@@ -379,6 +389,19 @@ absl::Status GraphRunner::Finish(std::string_view what) {
   return st;
 }
 
+absl::StatusOr<GraphHandle> GraphRunner::DecodeGraph(bool sample) {
+  int& graph = sample ? graph_sample_ : graph_plain_;
+  if (graph < 0) {
+    RETURN_IF_ERROR(device_.BeginCapture());
+    absl::Status st = RunAll(StepLaunches(1, sample, false), 1);
+    absl::StatusOr<GraphHandle> g = device_.EndCapture();
+    RETURN_IF_ERROR(st);
+    RETURN_IF_ERROR(g.status());
+    graph = *g;
+  }
+  return graph;
+}
+
 absl::StatusOr<int32_t> GraphRunner::Step(absl::Span<const int32_t> tokens, int64_t pos0,
                                           const StepOptions& options) {
   const int64_t n = static_cast<int64_t>(tokens.size());
@@ -401,15 +424,7 @@ absl::StatusOr<int32_t> GraphRunner::Step(absl::Span<const int32_t> tokens, int6
     if (options_.debug_sync) {
       RETURN_IF_ERROR(RunAll(StepLaunches(1, sample, false), 1));
     } else {
-      int& graph = sample ? graph_sample_ : graph_plain_;
-      if (graph < 0) {
-        RETURN_IF_ERROR(device_.BeginCapture());
-        absl::Status st = RunAll(StepLaunches(1, sample, false), 1);
-        absl::StatusOr<GraphHandle> g = device_.EndCapture();
-        RETURN_IF_ERROR(st);
-        RETURN_IF_ERROR(g.status());
-        graph = *g;
-      }
+      ASSIGN_OR_RETURN(const GraphHandle graph, DecodeGraph(sample));
       RETURN_IF_ERROR(device_.Replay(graph));
     }
   } else {
@@ -548,7 +563,42 @@ absl::StatusOr<std::vector<KernelTiming>> GraphRunner::Profile(absl::Span<const 
     it->bytes += spec.weight_bytes + spec.bytes_per_token * n + spec.kv_bytes_per_position * attended;
     it->flops += spec.flops_per_token * n;
   }
+  if (trace_ != nullptr && n == 1 && !options_.debug_sync) RETURN_IF_ERROR(TraceDecodeStep(launches, tokens[0], pos0, out));
   return out;
+}
+
+absl::Status GraphRunner::TraceDecodeStep(const std::vector<Planned>& launches, int32_t token, int64_t pos,
+                                          std::vector<KernelTiming>& timings) {
+  // The step again as the decode graph replays it (programmatic dependent launch overlapping its
+  // kernels), every CTA stamping its record.
+  const bool sample = !launches.empty() && launches.back().node < 0;
+  ASSIGN_OR_RETURN(const GraphHandle graph, DecodeGraph(sample));
+  RETURN_IF_ERROR(UploadState(token, pos));
+  const uint64_t header[2] = {0, kTraceRecords};
+  RETURN_IF_ERROR(device_.CopyToDevice(trace_, header, sizeof(header)));
+  RETURN_IF_ERROR(device_.Replay(graph));
+  std::vector<uint64_t> buffer((kTraceRecords + 1) * trace::kWords);
+  RETURN_IF_ERROR(device_.CopyToHost(buffer.data(), trace_, buffer.size() * 8));
+  RETURN_IF_ERROR(device_.Fill(trace_, 0, trace::kWords * 8));  // no capacity: the steps after write none
+  RETURN_IF_ERROR(Finish("a traced decode step"));
+  state_valid_ = false;
+  std::vector<TracedLaunch> traced;
+  for (const Planned& p : launches) {
+    const KernelSpec& spec = lowered_.specs[p.launch->spec];
+    const int64_t x = spec.persistent ? persistent_grid_[p.launch->spec] : spec.GridX(1);
+    traced.push_back({p.launch->spec + 1, static_cast<int>(x * spec.GridY(1))});
+  }
+  ASSIGN_OR_RETURN(const std::vector<LaunchTrace> t, ReadStepTrace(buffer, traced));
+  for (size_t i = 0; i < launches.size(); ++i) {
+    const std::string& label = lowered_.specs[launches[i].launch->spec].label;
+    auto it = std::find_if(timings.begin(), timings.end(), [&](const KernelTiming& k) { return k.name == label; });
+    if (it == timings.end()) continue;
+    it->step_us += t[i].step / 1000;
+    it->release_us += std::max(0.0, t[i].release) / 1000;
+    it->staged_us += std::max(0.0, t[i].staged) / 1000;
+    it->spread_us += (t[i].last_exit - t[i].median_exit) / 1000;
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace jllm::cuda

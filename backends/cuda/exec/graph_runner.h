@@ -88,6 +88,12 @@ class GraphRunner {
   };
   std::vector<Planned> StepLaunches(int64_t n, bool sample, bool all_rows) const;
   absl::Status Run(const Planned& p, int64_t n);
+  // The captured decode step (with the sampler or without), capturing it on first use.
+  absl::StatusOr<GraphHandle> DecodeGraph(bool sample);
+  // JLLM_TRACE: replays `launches` (a decode step's) as the decode graph, traced, and adds each
+  // kernel's times on the step's timeline to its timing.
+  absl::Status TraceDecodeStep(const std::vector<Planned>& launches, int32_t token, int64_t pos,
+                               std::vector<KernelTiming>& timings);
   absl::Status RunAll(const std::vector<Planned>& launches, int64_t n);
   absl::Status Finish(std::string_view what);
   void* Alloc(size_t bytes, std::string_view what, absl::Status* status);
@@ -110,6 +116,9 @@ class GraphRunner {
   bool params_valid_ = false;
   bool state_valid_ = false;
   int graph_plain_ = -1, graph_sample_ = -1;
+  // JLLM_TRACE: the step's trace buffer (kernels/kernel_trace.h), records for a 14b step and more.
+  static constexpr uint64_t kTraceRecords = uint64_t{1} << 17;
+  uint64_t* trace_ = nullptr;
   int64_t filled_ = 0;
   // Set when Relower lost scratch it had freed (no memory for the larger one): every step after
   // fails with it instead of launching kernels on freed memory.

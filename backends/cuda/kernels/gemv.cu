@@ -726,6 +726,7 @@ __device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int sp
       JLLM_GRID_WAIT();  // x, the residual and the partials' readers come before us
       JLLM_LAUNCH_DEPENDENTS();
       x_scale = StageX(args, s_lo, s_hi, xs, eg, cs.scratch);
+      JLLM_TRACE_MARK();  // x staged: the stream's dots may begin
     }
   };
 

@@ -21,12 +21,38 @@ typedef int jllm_i32;
 typedef unsigned long long jllm_u64;
 typedef long long jllm_i64;
 
-// A kernel takes one argument struct by value (shared with the host in *_args.h).
-#if defined(JLLM_EMULATE)
+// A kernel takes one argument struct by value (shared with the host in *_args.h). With
+// JLLM_TRACE=<tag> (a measuring aid, jllm::cuda's KernelTrace in kernel_trace.h) it also takes the
+// step's trace buffer, and its body runs between a record of the CTA's entry and of its end; the
+// grid wait and JLLM_TRACE_MARK() stamp the same record.
+#if defined(JLLM_TRACE) && JLLM_TRACE
+#define JLLM_TRACING 1
+#else
+#define JLLM_TRACING 0
+#endif
+#if defined(JLLM_EMULATE) && JLLM_TRACING
+#define JLLM_KERNEL(name, Args, max_threads, min_blocks)                                         \
+  static void name##_body(const Args args);                                                       \
+  extern "C" void name##_emu_entry(const void* a, jllm_u64* trace) {                              \
+    jllm_trace_enter(trace);                                                                     \
+    name##_body(*static_cast<const Args*>(a));                                                   \
+    jllm_trace_exit();                                                                           \
+  }                                                                                               \
+  static void name##_body(const Args args)
+#elif defined(JLLM_EMULATE)
 #define JLLM_KERNEL(name, Args, max_threads, min_blocks)                          \
   extern "C" void name(const Args args);                                          \
-  extern "C" void name##_emu_entry(const void* a) { name(*static_cast<const Args*>(a)); } \
+  extern "C" void name##_emu_entry(const void* a, jllm_u64*) { name(*static_cast<const Args*>(a)); } \
   extern "C" void name(const Args args)
+#elif JLLM_TRACING
+#define JLLM_KERNEL(name, Args, max_threads, min_blocks)                                          \
+  __device__ __forceinline__ void name##_body(const Args args);                                   \
+  extern "C" __global__ void __launch_bounds__(max_threads, min_blocks) name(const Args args, jllm_u64* trace) { \
+    jllm_trace_enter(trace);                                                                      \
+    name##_body(args);                                                                            \
+    jllm_trace_exit();                                                                            \
+  }                                                                                               \
+  __device__ __forceinline__ void name##_body(const Args args)
 #else
 #define JLLM_KERNEL(name, Args, max_threads, min_blocks) \
   extern "C" __global__ void __launch_bounds__(max_threads, min_blocks) name(const Args args)
@@ -50,11 +76,66 @@ typedef long long jllm_i64;
 // its first cache tile before its wait (attention_merge.cuh, SplitOfStep). Both are no-ops before
 // sm_90, without the launch attribute, and in the CPU emulation.
 #if defined(JLLM_EMULATE) || !defined(__CUDA_ARCH__) || __CUDA_ARCH__ < 900
-#define JLLM_GRID_WAIT() ((void)0)
+#define JLLM_GRID_WAIT_ONLY() ((void)0)
 #define JLLM_LAUNCH_DEPENDENTS() ((void)0)
 #else
-#define JLLM_GRID_WAIT() asm volatile("griddepcontrol.wait;" ::: "memory")
+#define JLLM_GRID_WAIT_ONLY() asm volatile("griddepcontrol.wait;" ::: "memory")
 #define JLLM_LAUNCH_DEPENDENTS() asm volatile("griddepcontrol.launch_dependents;" :::)
+#endif
+
+// ---- the in-step trace (JLLM_TRACE; kernel_trace.h has the record's layout) ---------------------
+#if JLLM_TRACING
+#include "kernel_trace.h"
+// The CTA's record in the step's trace buffer (set by jllm_trace_enter for the whole CTA).
+__shared__ jllm_u64* jllm_trace_rec;
+__device__ __forceinline__ jllm_u64 jllm_now_ns() {
+#if defined(JLLM_EMULATE)
+  return emu_now_ns();
+#else
+  jllm_u64 t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+#endif
+}
+// Thread 0 takes the next record (the buffer's first word counts them) and stamps the entry.
+__device__ __forceinline__ void jllm_trace_enter(jllm_u64* trace) {
+  if (threadIdx.x == 0) {
+    jllm_u64* rec = nullptr;
+    if (trace != nullptr) {
+      namespace tr = jllm::cuda::trace;
+      const jllm_u64 i = atomicAdd(trace, 1ull);
+      if (i < trace[1]) {  // the buffer's capacity in records
+        rec = trace + tr::kWords * (i + 1);
+        rec[tr::kId] = (static_cast<jllm_u64>(JLLM_TRACE) << tr::kTagShift) |
+                       (static_cast<jllm_u64>(blockIdx.y) << tr::kYShift) | blockIdx.x;
+        rec[tr::kEntry] = jllm_now_ns();
+        rec[tr::kWait] = rec[tr::kMark] = rec[tr::kExit] = 0;
+      }
+    }
+    jllm_trace_rec = rec;
+  }
+  __syncthreads();
+}
+__device__ __forceinline__ void jllm_trace_stamp(int field) {
+  if (threadIdx.x == 0 && jllm_trace_rec != nullptr) jllm_trace_rec[field] = jllm_now_ns();
+}
+// The CTA's end: the last warp to leave its body (every lane comes back here, so no warp waits
+// on one that returned early).
+__device__ __forceinline__ void jllm_trace_exit() {
+  __syncwarp();
+  if ((threadIdx.x & 31) == 0 && jllm_trace_rec != nullptr) {
+    atomicMax(jllm_trace_rec + jllm::cuda::trace::kExit, jllm_now_ns());
+  }
+}
+__device__ __forceinline__ void jllm_grid_wait_traced() {
+  JLLM_GRID_WAIT_ONLY();
+  jllm_trace_stamp(jllm::cuda::trace::kWait);
+}
+#define JLLM_GRID_WAIT() jllm_grid_wait_traced()
+#define JLLM_TRACE_MARK() jllm_trace_stamp(jllm::cuda::trace::kMark)
+#else
+#define JLLM_GRID_WAIT() JLLM_GRID_WAIT_ONLY()
+#define JLLM_TRACE_MARK() ((void)0)
 #endif
 
 // ---- number formats -------------------------------------------------------------------------

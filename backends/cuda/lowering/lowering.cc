@@ -216,6 +216,7 @@ bool GemmTensorCores() { return GemmMode() != 0; }
 int AttentionKernel() { return static_cast<int>(TuningOverride("JLLM_ATTN_KERNEL", kAttnKernel, /*min=*/1, /*max=*/3)); }
 
 bool Prefetching() { return TuningOverride("JLLM_PREFETCH", kPrefetch, /*min=*/0, /*max=*/1) != 0; }
+bool Tracing() { return TuningOverride("JLLM_TRACE", 0, /*min=*/0, /*max=*/1) != 0; }
 
 bool UseTuning() { return TuningOverride("JLLM_TUNING", 1, /*min=*/0, /*max=*/1) != 0; }
 
@@ -254,6 +255,11 @@ class Lowerer {
       out_.sample.kind = LaunchKind::kSample;
       out_.sample.spec = Add(std::move(s));
       out_.sample.ops = {Operand::Value(out_.logits, /*last=*/true)};
+    }
+    if (Tracing()) {  // each spec its tag (kernel_trace.h): its index + 1
+      for (size_t i = 0; i < out_.specs.size(); ++i) {
+        out_.specs[i].defines = absl::StrCat(out_.specs[i].defines, " ", D("JLLM_TRACE", static_cast<int64_t>(i) + 1));
+      }
     }
     // What the choices above could not fit (a shape beyond any ring or tile they can shrink):
     // refused here, naming the kernel, rather than by the GPU at load.

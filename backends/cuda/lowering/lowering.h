@@ -141,6 +141,11 @@ bool GemmTensorCores();
 // them into L2 (sm_90 bulk prefetch), from JLLM_PREFETCH at lowering (1; 0, the default, no).
 bool Prefetching();
 
+// Whether every kernel is built to fill the in-step trace (kernels/kernel_trace.h), from
+// JLLM_TRACE at lowering (1; 0, the default, no): a measuring aid for --profile, whose kernels
+// then carry JLLM_TRACE=<their spec's index + 1>.
+bool Tracing();
+
 // Which decode attention kernel the lowering picks (JLLM_ATTN_KERNEL): 3 attention_mma.cu (the
 // default, where it applies, else 2), 2 attention_rows.cu, 1 attention_decode.cu (the one that can
 // take the head ops, JLLM_ATTN_FUSE_HEAD).

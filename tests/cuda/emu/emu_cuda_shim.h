@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -253,6 +254,20 @@ template <class T>
 T atomicAdd(T* p, T v) { return std::atomic_ref<T>(*p).fetch_add(v); }
 inline unsigned atomicOr(unsigned* p, unsigned v) { return std::atomic_ref<unsigned>(*p).fetch_or(v); }
 inline unsigned atomicExch(unsigned* p, unsigned v) { return std::atomic_ref<unsigned>(*p).exchange(v); }
+inline unsigned long long atomicMax(unsigned long long* p, unsigned long long v) {
+  std::atomic_ref<unsigned long long> a(*p);
+  unsigned long long old = a.load();
+  while (old < v && !a.compare_exchange_weak(old, v)) {
+  }
+  return old;
+}
+
+// %globaltimer (JLLM_TRACE): nanoseconds of the host's steady clock.
+inline unsigned long long emu_now_ns() {
+  return static_cast<unsigned long long>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                             std::chrono::steady_clock::now().time_since_epoch())
+                                             .count());
+}
 
 // ---- arithmetic and bits -------------------------------------------------------------------
 using std::max;
@@ -334,13 +349,14 @@ inline void emu_mma_f16_16x8x16(float (&c)[4], const unsigned (&a)[4], const uns
 
 // ---- the launch ----------------------------------------------------------------------------
 
-inline void (*emu_entry)(const void*) = nullptr;
+inline void (*emu_entry)(const void*, unsigned long long*) = nullptr;
 inline const void* emu_args = nullptr;
+inline unsigned long long* emu_trace = nullptr;  // the step's trace buffer (JLLM_TRACE), or null
 
 inline void emu_fiber_main() {
   EmuCta& c = *emu_cta;
   const unsigned t = c.current;
-  emu_entry(emu_args);
+  emu_entry(emu_args, emu_trace);
   c.fibers[t].done = true;
   ++emu_progress;
   emu_drop(c.warps[t / 32]);
@@ -348,8 +364,8 @@ inline void emu_fiber_main() {
   emu_swap(c.fibers[t].context, c.scheduler);  // for good: a done fiber is never resumed
 }
 
-extern "C" int emu_launch(void (*entry)(const void*), unsigned gx, unsigned gy, unsigned gz,
-                          unsigned threads, size_t smem, const void* args) {
+extern "C" int emu_launch(void (*entry)(const void*, unsigned long long*), unsigned gx, unsigned gy, unsigned gz,
+                          unsigned threads, size_t smem, const void* args, unsigned long long* trace) {
   if (threads == 0 || threads > 1024 || threads % 32 != 0) return 1;
   constexpr size_t kStack = 256 * 1024;
   static std::vector<std::unique_ptr<char[]>> stacks;  // reused across CTAs and launches
@@ -358,6 +374,7 @@ extern "C" int emu_launch(void (*entry)(const void*), unsigned gx, unsigned gy, 
   blockDim = {threads, 1, 1};
   emu_entry = entry;
   emu_args = args;
+  emu_trace = trace;
   for (unsigned z = 0; z < gz; ++z) {
     for (unsigned y = 0; y < gy; ++y) {
       for (unsigned x = 0; x < gx; ++x) {

@@ -183,7 +183,7 @@ absl::StatusOr<KernelHandle> EmuDevice::LoadKernel(const KernelSpec& spec, std::
   k.label = spec.label;
   k.key = spec.ModuleKey();
   k.max_smem = spec.smem;
-  k.entry = reinterpret_cast<void (*)(const void*)>(dlsym(lib, (spec.kernel + "_emu_entry").c_str()));
+  k.entry = reinterpret_cast<void (*)(const void*, uint64_t*)>(dlsym(lib, (spec.kernel + "_emu_entry").c_str()));
   k.launch = reinterpret_cast<decltype(k.launch)>(dlsym(lib, "emu_launch"));
   if (k.entry == nullptr || k.launch == nullptr) {
     dlclose(lib);
@@ -208,7 +208,7 @@ absl::Status EmuDevice::Run(const Recorded& r) {
     return absl::InvalidArgumentError(absl::StrCat("emu: ", k.label, ": empty grid"));
   }
   ++launches_;
-  if (k.launch(k.entry, r.grid.x, r.grid.y, r.grid.z, r.block.x, r.smem, r.args.data()) != 0) {
+  if (k.launch(k.entry, r.grid.x, r.grid.y, r.grid.z, r.block.x, r.smem, r.args.data(), r.trace) != 0) {
     return absl::InvalidArgumentError(absl::StrCat("emu: ", k.label, ": bad block of ", r.block.x, " threads"));
   }
   return absl::OkStatus();
@@ -218,7 +218,8 @@ absl::Status EmuDevice::Launch(KernelHandle k, Dim3 grid, Dim3 block, size_t dyn
                                const void* args, size_t args_bytes) {
   if (k < 0 || k >= static_cast<int>(kernels_.size())) return absl::InvalidArgumentError("emu: bad kernel");
   Recorded r{k, grid, block, dynamic_smem,
-             std::vector<uint8_t>(static_cast<const uint8_t*>(args), static_cast<const uint8_t*>(args) + args_bytes)};
+             std::vector<uint8_t>(static_cast<const uint8_t*>(args), static_cast<const uint8_t*>(args) + args_bytes),
+             trace_};
   if (capturing_) {
     capture_.push_back(std::move(r));
     return absl::OkStatus();

@@ -47,6 +47,7 @@ class EmuDevice : public DeviceApi {
   absl::StatusOr<int> MaxActiveBlocksPerSm(KernelHandle, int, size_t) override { return 1; }
   absl::Status Launch(KernelHandle k, Dim3 grid, Dim3 block, size_t dynamic_smem, const void* args,
                       size_t args_bytes) override;
+  void SetTraceBuffer(uint64_t* trace) override { trace_ = trace; }
   absl::Status BeginCapture() override;
   absl::StatusOr<GraphHandle> EndCapture() override;
   absl::Status Replay(GraphHandle g) override;
@@ -69,8 +70,9 @@ class EmuDevice : public DeviceApi {
  private:
   struct Kernel {
     void* library = nullptr;
-    void (*entry)(const void*) = nullptr;
-    int (*launch)(void (*)(const void*), unsigned, unsigned, unsigned, unsigned, size_t, const void*) = nullptr;
+    void (*entry)(const void*, uint64_t*) = nullptr;
+    int (*launch)(void (*)(const void*, uint64_t*), unsigned, unsigned, unsigned, unsigned, size_t, const void*,
+                  uint64_t*) = nullptr;
     std::string label, key;
     int64_t max_smem = 0;
   };
@@ -79,6 +81,7 @@ class EmuDevice : public DeviceApi {
     Dim3 grid, block;
     size_t smem;
     std::vector<uint8_t> args;
+    uint64_t* trace;  // SetTraceBuffer's, at the launch
   };
   absl::StatusOr<std::string> CompiledPath(const KernelSpec& spec);
   absl::Status Run(const Recorded& r);
@@ -91,6 +94,7 @@ class EmuDevice : public DeviceApi {
   std::vector<Kernel> kernels_;
   std::map<std::string, std::string> compiled_;  // module key -> .so path
   bool capturing_ = false;
+  uint64_t* trace_ = nullptr;
   std::vector<Recorded> capture_;
   std::vector<std::vector<Recorded>> graphs_;
   std::vector<bool> graph_live_;  // by handle: captured and not destroyed

@@ -1,0 +1,87 @@
+// ReadStepTrace (backends/cuda/exec/step_trace.h): records as the kernels leave them, in no
+// particular order, matched to the launches and put on the step's timeline.
+#include "backends/cuda/exec/step_trace.h"
+
+#include <cstdint>
+#include <vector>
+
+#include "backends/cuda/kernels/kernel_trace.h"
+#include "gtest/gtest.h"
+
+namespace jllm::cuda {
+namespace {
+
+namespace tr = trace;
+
+struct Rec {
+  int tag, x;
+  uint64_t entry, wait, mark, exit;
+};
+
+std::vector<uint64_t> Buffer(const std::vector<Rec>& recs, uint64_t capacity = 64) {
+  std::vector<uint64_t> b((capacity + 1) * tr::kWords, 0);
+  b[0] = recs.size();
+  b[1] = capacity;
+  for (size_t i = 0; i < recs.size(); ++i) {
+    uint64_t* r = b.data() + tr::kWords * (i + 1);
+    r[tr::kId] = (uint64_t(recs[i].tag) << tr::kTagShift) | uint64_t(recs[i].x);
+    r[tr::kEntry] = recs[i].entry;
+    r[tr::kWait] = recs[i].wait;
+    r[tr::kMark] = recs[i].mark;
+    r[tr::kExit] = recs[i].exit;
+  }
+  return b;
+}
+
+// Kernel 1 (2 CTAs) twice with kernel 2 (3 CTAs, no mark) between; the records shuffled. The
+// second launch of kernel 1 started before kernel 2 ended (PDL) but waited until after it.
+TEST(StepTrace, RecordsMatchTheirLaunchesOnTheTimeline) {
+  const std::vector<Rec> recs = {
+      {1, 1, 1500, 3700, 3900, 5000},  // kernel 1, second launch
+      {2, 0, 1200, 2000, 0, 3000},     // kernel 2
+      {1, 0, 1000, 1100, 1300, 2000},  // kernel 1, first launch
+      {2, 2, 1250, 2100, 0, 3400},
+      {1, 0, 2500, 3600, 3800, 4800},  // kernel 1, second launch
+      {1, 1, 1000, 1150, 1350, 1900},  // kernel 1, first launch
+      {2, 1, 1220, 2050, 0, 3100},
+  };
+  auto t = ReadStepTrace(Buffer(recs), std::vector<TracedLaunch>{{1, 2}, {2, 3}, {1, 2}});
+  ASSERT_TRUE(t.ok()) << t.status();
+  ASSERT_EQ(t->size(), 3u);
+  // Times from the first entry (1000).
+  EXPECT_EQ((*t)[0].first_entry, 0);
+  EXPECT_EQ((*t)[0].first_wait, 100);
+  EXPECT_EQ((*t)[0].last_exit, 1000);
+  EXPECT_EQ((*t)[0].step, 1000);  // the first launch: from its own first entry
+  EXPECT_EQ((*t)[0].release, 100);
+  EXPECT_EQ((*t)[0].staged, 200);  // (200 + 200) / 2
+  EXPECT_EQ((*t)[1].first_entry, 200);
+  EXPECT_EQ((*t)[1].first_wait, 1000);
+  EXPECT_EQ((*t)[1].last_exit, 2400);
+  EXPECT_EQ((*t)[1].median_exit, 2100);
+  EXPECT_EQ((*t)[1].step, 1400);
+  EXPECT_EQ((*t)[1].release, 0);
+  EXPECT_EQ((*t)[1].staged, -1);  // no mark
+  EXPECT_EQ((*t)[2].first_entry, 500);  // entered during kernel 2
+  EXPECT_EQ((*t)[2].first_wait, 2600);
+  EXPECT_EQ((*t)[2].step, 1600);  // 4000 - 2400
+  EXPECT_EQ((*t)[2].release, 200);
+  EXPECT_EQ((*t)[2].staged, 200);
+}
+
+TEST(StepTrace, AFullBufferOrCountsOffAreErrors) {
+  const std::vector<Rec> recs = {{1, 0, 10, 20, 0, 30}, {1, 1, 10, 20, 0, 30}};
+  std::vector<uint64_t> full = Buffer(recs, 2);
+  full[0] = 3;  // a third CTA found no room
+  EXPECT_EQ(ReadStepTrace(full, std::vector<TracedLaunch>{{1, 2}}).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(ReadStepTrace(Buffer(recs), std::vector<TracedLaunch>{{1, 3}}).status().code(),
+            absl::StatusCode::kInvalidArgument);  // fewer records than CTAs
+  EXPECT_EQ(ReadStepTrace(Buffer(recs), std::vector<TracedLaunch>{{1, 1}}).status().code(),
+            absl::StatusCode::kInvalidArgument);  // records no launch explains
+  EXPECT_EQ(ReadStepTrace(Buffer(recs), std::vector<TracedLaunch>{{2, 2}}).status().code(),
+            absl::StatusCode::kInvalidArgument);  // another kernel's
+}
+
+}  // namespace
+}  // namespace jllm::cuda
