@@ -82,8 +82,10 @@ struct KernelTiming {
   // In the step as its captured graph runs it, summed over calls (the CUDA backend with
   // JLLM_TRACE=1 at load; 0 otherwise): from the previous kernel's end to this one's (its cost on
   // the step's critical path); from the previous end to its first CTA past the grid wait; a CTA's
-  // mean time from the wait to its mark (the GEMV: x staged); its last CTA's end after its median one's.
-  double step_us = 0, release_us = 0, staged_us = 0, spread_us = 0;
+  // mean time from the wait to its mark (the GEMV: x staged), from there to its last warp's last
+  // weight step (the GEMV's stream) and from there to its end (the GEMV's cut items and results);
+  // its last CTA's end after its median one's.
+  double step_us = 0, release_us = 0, staged_us = 0, stream_us = 0, tail_us = 0, spread_us = 0;
 };
 
 class Backend {

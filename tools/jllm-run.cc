@@ -80,14 +80,16 @@ void PrintStepTimeline(std::vector<jllm::KernelTiming> kernels) {
   std::sort(kernels.begin(), kernels.end(), [](const auto& a, const auto& b) { return a.step_us > b.step_us; });
   std::fprintf(stderr, "\nin the captured step (JLLM_TRACE): %.1f us from the first kernel's start to the last one's end\n",
                step_us);
-  std::fprintf(stderr, "| %-58s | %5s | %10s | %6s | %10s | %10s | %10s |\n", "kernel", "calls", "step us", "share",
-               "release us", "staged us", "spread us");
-  std::fprintf(stderr, "|%s|%s|%s|%s|%s|%s|%s|\n", std::string(60, '-').c_str(), std::string(7, '-').c_str(),
-               std::string(12, '-').c_str(), std::string(8, '-').c_str(), std::string(12, '-').c_str(),
-               std::string(12, '-').c_str(), std::string(12, '-').c_str());
+  std::fprintf(stderr, "| %-58s | %5s | %9s | %6s | %10s | %9s | %9s | %9s | %9s |\n", "kernel", "calls", "step us",
+               "share", "release us", "staged us", "stream us", "tail us", "spread us");
+  const std::string d9(11, '-');
+  std::fprintf(stderr, "|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n", std::string(60, '-').c_str(), std::string(7, '-').c_str(),
+               d9.c_str(), std::string(8, '-').c_str(), std::string(12, '-').c_str(), d9.c_str(), d9.c_str(), d9.c_str(),
+               d9.c_str());
   for (const auto& k : kernels) {
-    std::fprintf(stderr, "| %-58s | %5lld | %10.1f | %5.1f%% | %10.1f | %10.1f | %10.1f |\n", k.name.substr(0, 58).c_str(),
-                 (long long)k.calls, k.step_us, 100.0 * k.step_us / step_us, k.release_us, k.staged_us, k.spread_us);
+    std::fprintf(stderr, "| %-58s | %5lld | %9.1f | %5.1f%% | %10.1f | %9.1f | %9.1f | %9.1f | %9.1f |\n",
+                 k.name.substr(0, 58).c_str(), (long long)k.calls, k.step_us, 100.0 * k.step_us / step_us, k.release_us,
+                 k.staged_us, k.stream_us, k.tail_us, k.spread_us);
   }
 }
 

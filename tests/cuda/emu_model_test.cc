@@ -163,7 +163,7 @@ TEST(EmuModelTest, LockstepWithCpuRefHeadOpsInTheQkvGemv) {
 // JLLM_TRACE=1: every kernel is built to stamp the step's trace, and a profiled decode step also
 // runs as its captured graph does: each decode kernel gets its time on the step's critical path
 // (the emulation runs one kernel after another, so their sum is the step), the GEMVs the time
-// they staged x in, and nothing the step computes changes.
+// they staged x in and streamed their weights in, and nothing the step computes changes.
 TEST(EmuModelTest, TracedDecodeStepPutsEveryKernelOnTheTimeline) {
   const ir::Graph graph = Lowered(true);
   BlobWeightSource weights(Blob());
@@ -190,8 +190,10 @@ TEST(EmuModelTest, TracedDecodeStepPutsEveryKernelOnTheTimeline) {
         if (absl::StartsWith(k.name, "gemv ")) {
           ++gemvs;
           EXPECT_GT(k.staged_us, 0) << k.name;
+          EXPECT_GT(k.stream_us, 0) << k.name;
+          EXPECT_GE(k.tail_us, 0) << k.name;
         } else {
-          EXPECT_EQ(k.staged_us, 0) << k.name;  // no other kernel marks
+          EXPECT_EQ(k.staged_us + k.stream_us + k.tail_us, 0) << k.name;  // no other kernel marks
         }
       }
       EXPECT_GE(gemvs, 5);  // QKV, attention output, gate+up, down, logits

@@ -15,7 +15,7 @@ namespace tr = trace;
 
 struct Rec {
   int tag, x;
-  uint64_t entry, wait, mark, exit;
+  uint64_t entry, wait, mark, exit, streamed = 0;
 };
 
 std::vector<uint64_t> Buffer(const std::vector<Rec>& recs, uint64_t capacity = 64) {
@@ -29,6 +29,7 @@ std::vector<uint64_t> Buffer(const std::vector<Rec>& recs, uint64_t capacity = 6
     r[tr::kWait] = recs[i].wait;
     r[tr::kMark] = recs[i].mark;
     r[tr::kExit] = recs[i].exit;
+    r[tr::kStreamed] = recs[i].streamed;
   }
   return b;
 }
@@ -37,12 +38,12 @@ std::vector<uint64_t> Buffer(const std::vector<Rec>& recs, uint64_t capacity = 6
 // second launch of kernel 1 started before kernel 2 ended (PDL) but waited until after it.
 TEST(StepTrace, RecordsMatchTheirLaunchesOnTheTimeline) {
   const std::vector<Rec> recs = {
-      {1, 1, 1500, 3700, 3900, 5000},  // kernel 1, second launch
+      {1, 1, 1500, 3700, 3900, 5000, 4600},  // kernel 1, second launch
       {2, 0, 1200, 2000, 0, 3000},     // kernel 2
-      {1, 0, 1000, 1100, 1300, 2000},  // kernel 1, first launch
+      {1, 0, 1000, 1100, 1300, 2000, 1800},  // kernel 1, first launch
       {2, 2, 1250, 2100, 0, 3400},
-      {1, 0, 2500, 3600, 3800, 4800},  // kernel 1, second launch
-      {1, 1, 1000, 1150, 1350, 1900},  // kernel 1, first launch
+      {1, 0, 2500, 3600, 3800, 4800, 4700},  // kernel 1, second launch
+      {1, 1, 1000, 1150, 1350, 1900, 1750},  // kernel 1, first launch
       {2, 1, 1220, 2050, 0, 3100},
   };
   auto t = ReadStepTrace(Buffer(recs), std::vector<TracedLaunch>{{1, 2}, {2, 3}, {1, 2}});
@@ -55,6 +56,8 @@ TEST(StepTrace, RecordsMatchTheirLaunchesOnTheTimeline) {
   EXPECT_EQ((*t)[0].step, 1000);  // the first launch: from its own first entry
   EXPECT_EQ((*t)[0].release, 100);
   EXPECT_EQ((*t)[0].staged, 200);  // (200 + 200) / 2
+  EXPECT_EQ((*t)[0].stream, 450);  // (500 + 400) / 2
+  EXPECT_EQ((*t)[0].tail, 175);    // (200 + 150) / 2
   EXPECT_EQ((*t)[1].first_entry, 200);
   EXPECT_EQ((*t)[1].first_wait, 1000);
   EXPECT_EQ((*t)[1].last_exit, 2400);
@@ -62,11 +65,15 @@ TEST(StepTrace, RecordsMatchTheirLaunchesOnTheTimeline) {
   EXPECT_EQ((*t)[1].step, 1400);
   EXPECT_EQ((*t)[1].release, 0);
   EXPECT_EQ((*t)[1].staged, -1);  // no mark
+  EXPECT_EQ((*t)[1].stream, -1);
+  EXPECT_EQ((*t)[1].tail, -1);
   EXPECT_EQ((*t)[2].first_entry, 500);  // entered during kernel 2
   EXPECT_EQ((*t)[2].first_wait, 2600);
   EXPECT_EQ((*t)[2].step, 1600);  // 4000 - 2400
   EXPECT_EQ((*t)[2].release, 200);
   EXPECT_EQ((*t)[2].staged, 200);
+  EXPECT_EQ((*t)[2].stream, 800);  // (700 + 900) / 2
+  EXPECT_EQ((*t)[2].tail, 250);    // (400 + 100) / 2
 }
 
 TEST(StepTrace, AFullBufferOrCountsOffAreErrors) {

@@ -596,6 +596,8 @@ absl::Status GraphRunner::TraceDecodeStep(const std::vector<Planned>& launches, 
     it->step_us += t[i].step / 1000;
     it->release_us += std::max(0.0, t[i].release) / 1000;
     it->staged_us += std::max(0.0, t[i].staged) / 1000;
+    it->stream_us += std::max(0.0, t[i].stream) / 1000;
+    it->tail_us += std::max(0.0, t[i].tail) / 1000;
     it->spread_us += (t[i].last_exit - t[i].median_exit) / 1000;
   }
   return absl::OkStatus();

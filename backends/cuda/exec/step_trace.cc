@@ -41,8 +41,8 @@ absl::StatusOr<std::vector<LaunchTrace>> ReadStepTrace(absl::Span<const uint64_t
     LaunchTrace t;
     std::vector<double> exits;
     uint64_t first_entry = UINT64_MAX, first_wait = UINT64_MAX, last_exit = 0;
-    double staged = 0;
-    int marks = 0;
+    double staged = 0, stream = 0, tail = 0;
+    int marks = 0, streams = 0;
     for (size_t i = begin; i < begin + l.ctas; ++i) {
       const uint64_t* rec = recs[i];
       first_entry = std::min(first_entry, rec[tr::kEntry]);
@@ -53,6 +53,11 @@ absl::StatusOr<std::vector<LaunchTrace>> ReadStepTrace(absl::Span<const uint64_t
         staged += static_cast<double>(rec[tr::kMark] - rec[tr::kWait]);
         ++marks;
       }
+      if (rec[tr::kStreamed] != 0 && rec[tr::kMark] != 0) {
+        stream += static_cast<double>(rec[tr::kStreamed] - rec[tr::kMark]);
+        tail += static_cast<double>(rec[tr::kExit] - rec[tr::kStreamed]);
+        ++streams;
+      }
     }
     begin += l.ctas;
     std::nth_element(exits.begin(), exits.begin() + exits.size() / 2, exits.end());
@@ -61,6 +66,8 @@ absl::StatusOr<std::vector<LaunchTrace>> ReadStepTrace(absl::Span<const uint64_t
     t.last_exit = static_cast<double>(last_exit - t0);
     t.median_exit = exits[exits.size() / 2];
     t.staged = marks > 0 ? staged / marks : -1;
+    t.stream = streams > 0 ? stream / streams : -1;
+    t.tail = streams > 0 ? tail / streams : -1;
     const double prev_end = out.empty() ? t.first_entry : out.back().last_exit;
     t.step = t.last_exit - prev_end;
     t.release = t.first_wait >= 0 ? t.first_wait - prev_end : -1;

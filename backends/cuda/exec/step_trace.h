@@ -23,6 +23,8 @@ struct LaunchTrace {
   double last_exit = 0;    // its last CTA ended
   double median_exit = 0;  // half its CTAs had ended
   double staged = -1;      // mean over CTAs of mark − wait (the GEMV: x staged; -1: no mark)
+  double stream = -1;      // mean over CTAs of streamed − mark (the GEMV's loop; -1: not stamped)
+  double tail = -1;        // mean over CTAs of exit − streamed (the GEMV: cut items, results)
   // On the critical path: from the previous launch's last exit (this launch's first entry for
   // the first) to this one's; and from there to this launch's first CTA past its wait.
   double step = 0;

@@ -865,6 +865,7 @@ __device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int sp
     }
     ring_base += q;
   }
+  JLLM_TRACE_STREAMED();  // the warp's last unit step of the segment
   finish_cut_item();
 }
 

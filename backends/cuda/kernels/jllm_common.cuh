@@ -109,7 +109,7 @@ __device__ __forceinline__ void jllm_trace_enter(jllm_u64* trace) {
         rec[tr::kId] = (static_cast<jllm_u64>(JLLM_TRACE) << tr::kTagShift) |
                        (static_cast<jllm_u64>(blockIdx.y) << tr::kYShift) | blockIdx.x;
         rec[tr::kEntry] = jllm_now_ns();
-        rec[tr::kWait] = rec[tr::kMark] = rec[tr::kExit] = 0;
+        rec[tr::kWait] = rec[tr::kMark] = rec[tr::kExit] = rec[tr::kStreamed] = 0;
       }
     }
     jllm_trace_rec = rec;
@@ -133,9 +133,18 @@ __device__ __forceinline__ void jllm_grid_wait_traced() {
 }
 #define JLLM_GRID_WAIT() jllm_grid_wait_traced()
 #define JLLM_TRACE_MARK() jllm_trace_stamp(jllm::cuda::trace::kMark)
+// Called by every lane of a warp: the CTA's record keeps the last warp's time.
+#define JLLM_TRACE_STREAMED()                                                                   \
+  do {                                                                                          \
+    __syncwarp();                                                                               \
+    if ((threadIdx.x & 31) == 0 && jllm_trace_rec != nullptr) {                                 \
+      atomicMax(jllm_trace_rec + jllm::cuda::trace::kStreamed, jllm_now_ns());                  \
+    }                                                                                           \
+  } while (0)
 #else
 #define JLLM_GRID_WAIT() JLLM_GRID_WAIT_ONLY()
 #define JLLM_TRACE_MARK() ((void)0)
+#define JLLM_TRACE_STREAMED() ((void)0)
 #endif
 
 // ---- number formats -------------------------------------------------------------------------
