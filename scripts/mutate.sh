@@ -96,8 +96,10 @@ if [ -n "$baseline_failed" ]; then
   echo "$baseline_failed" | sed 's/^/  /' >&2
 fi
 
-# Applies one mutation to the copy: `from` must occur exactly once in `file`.
+# Applies one mutation to the copy: `from` must occur exactly once in `file`. The copy's file is
+# kept first, so restoring takes what the run copied, not what the tree holds by then.
 apply() {  # file from to
+  cp "$src/$1" "$work/original"
   python3 - "$src/$1" "$2" "$3" <<'EOF'
 import sys
 path, old, new = sys.argv[1], sys.argv[2].replace("\\n", "\n"), sys.argv[3].replace("\\n", "\n")
@@ -109,7 +111,7 @@ open(path, "w").write(text.replace(old, new))
 EOF
 }
 # A plain copy: its new modification time makes the next build redo what the mutation built.
-restore() { cp "$root/$1" "$src/$1"; }
+restore() { cp "$work/original" "$src/$1"; }
 
 results=$work/results.md
 {
