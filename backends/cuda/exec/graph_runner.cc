@@ -1,8 +1,5 @@
 #include "backends/cuda/exec/graph_runner.h"
 
-#include "backends/cuda/exec/step_trace.h"
-#include "backends/cuda/kernels/kernel_trace.h"
-
 #include <algorithm>
 #include <cstring>
 
@@ -10,6 +7,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/match.h"
 #include "backends/cuda/device_layout.h"
+#include "backends/cuda/exec/step_trace.h"
+#include "backends/cuda/kernels/kernel_trace.h"
 #include "backends/cuda/lowering/weight_repack.h"
 #include "backends/sampling.h"
 #include "ir/absl_compat.h"

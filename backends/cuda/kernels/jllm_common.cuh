@@ -22,9 +22,9 @@ typedef unsigned long long jllm_u64;
 typedef long long jllm_i64;
 
 // A kernel takes one argument struct by value (shared with the host in *_args.h). With
-// JLLM_TRACE=<tag> (a measuring aid, jllm::cuda's KernelTrace in kernel_trace.h) it also takes the
+// JLLM_TRACE=<tag> (a measuring aid; the record's layout in kernel_trace.h) it also takes the
 // step's trace buffer, and its body runs between a record of the CTA's entry and of its end; the
-// grid wait and JLLM_TRACE_MARK() stamp the same record.
+// grid wait, JLLM_TRACE_MARK() and JLLM_TRACE_STREAMED() stamp the same record.
 #if defined(JLLM_TRACE) && JLLM_TRACE
 #define JLLM_TRACING 1
 #else
