@@ -203,10 +203,11 @@ TEST(Lowering, QkvGemvRunsTheHeadOpsInItsTail) {
     const KernelSpec& spec = lg->specs[l.spec];
     EXPECT_EQ(l.kind, LaunchKind::kGemv);
     EXPECT_TRUE(absl::EndsWith(spec.label, " +head_ops")) << spec.label;
+    const std::vector<std::string> defines = absl::StrSplit(spec.defines, ' ');
     for (const std::string& d : {std::string("JLLM_HEAD=1"), absl::StrCat("JLLM_HEAD_D=", ha.head_dim),
                                  absl::StrCat("JLLM_NROT=", ha.n_rot),
                                  absl::StrCat("JLLM_KV=", static_cast<int>(g->kv_dtypes[ha.layer]))}) {
-      EXPECT_THAT(absl::StrSplit(spec.defines, ' '), ::testing::Contains(d)) << spec.label;
+      EXPECT_THAT(defines, ::testing::Contains(d)) << spec.label;
     }
     EXPECT_EQ(l.ops[slot::kGemvHeadPos].id, h.inputs[3]);
     EXPECT_EQ(l.ops[slot::kGemvHeadQGamma].id, h.weights[0]);
@@ -219,7 +220,7 @@ TEST(Lowering, QkvGemvRunsTheHeadOpsInItsTail) {
     EXPECT_EQ(l.p2, ir::RopeThetaStep(ha.freq_base, ha.n_rot));
     EXPECT_EQ(l.p3, ha.freq_scale);
     int64_t ksplit = 1;  // the K split's tickets (one per row group: the grid over the splits) come first
-    for (absl::string_view d : absl::StrSplit(spec.defines, ' ')) {
+    for (absl::string_view d : defines) {
       if (absl::ConsumePrefix(&d, "JLLM_KSPLIT=")) ksplit = std::stoll(std::string(d));
     }
     EXPECT_EQ(l.workspace_counters, (ksplit > 1 ? spec.grid_x / ksplit : 0) + ha.n_head + ha.n_head_kv) << spec.label;
@@ -235,7 +236,9 @@ TEST(Lowering, QkvGemvRunsTheHeadOpsInItsTail) {
   int head_ops = 0;
   for (const Launch* l : DecodeLaunches(*separate)) {
     if (l->kind == LaunchKind::kHeadOps) ++head_ops;
-    if (l->kind == LaunchKind::kGemv) EXPECT_FALSE(l->ops[slot::kGemvHeadCache].present());
+    if (l->kind == LaunchKind::kGemv) {
+      EXPECT_FALSE(l->ops[slot::kGemvHeadCache].present());
+    }
   }
   EXPECT_EQ(head_ops, 36);
   EXPECT_EQ(DecodeLaunches(*separate).size(), DecodeLaunches(*lg).size() + 36);
@@ -391,7 +394,9 @@ TEST(Lowering, GemvRingSlotsOfSeveralStepsShrinkToTheTarget) {
       EXPECT_LE(s.smem + geometry::kStaticSmemReserve, limit) << s.label;
       std::map<std::string, std::string> defines;
       for (const auto& [name, value] : s.DefineList()) defines[name] = value;
-      if (s.source == "gemv.cu" && defines["JLLM_RING"] == "0") EXPECT_EQ(defines["JLLM_CHUNK"], "1") << s.label << ": registers take no chunks";
+      if (s.source == "gemv.cu" && defines["JLLM_RING"] == "0") {
+        EXPECT_EQ(defines["JLLM_CHUNK"], "1") << s.label << ": registers take no chunks";
+      }
     }
     return out;
   };
