@@ -32,6 +32,23 @@ std::vector<const Launch*> DecodeLaunches(const LoweredGraph& lg) {
   return out;
 }
 
+// Lowered without a head-op fusion (the default), 4b's 36 layers each launch head_ops of their
+// own — 36 decode launches more than `fused` has — and no launch of kind `host` carries the
+// operand `head_slot` that the fusion binds.
+void ExpectHeadOpsLaunchedAlone(const ir::Graph& g, const LoweredGraph& fused, LaunchKind host, int head_slot) {
+  auto separate = LowerGraph(g);
+  ASSERT_TRUE(separate.ok()) << separate.status();
+  int head_ops = 0;
+  for (const Launch* l : DecodeLaunches(*separate)) {
+    if (l->kind == LaunchKind::kHeadOps) ++head_ops;
+    if (l->kind == host) {
+      EXPECT_FALSE(l->ops[head_slot].present());
+    }
+  }
+  EXPECT_EQ(head_ops, 36);
+  EXPECT_EQ(DecodeLaunches(*separate).size(), DecodeLaunches(fused).size() + 36);
+}
+
 TEST(Lowering, WithoutPrefetchNoLaunchPrefetches) {
   auto g = testing::PresetGraph("4b");
   ASSERT_TRUE(g.ok()) << g.status();
@@ -151,17 +168,7 @@ TEST(Lowering, DecodeAttentionRunsTheHeadOpsOfItsLayer) {
   }
   EXPECT_EQ(fused, 36);
   fuse.reset();
-  auto separate = LowerGraph(*g);
-  ASSERT_TRUE(separate.ok()) << separate.status();
-  int head_ops = 0;
-  for (const Launch* l : DecodeLaunches(*separate)) {
-    if (l->kind == LaunchKind::kHeadOps) ++head_ops;
-    if (l->kind == LaunchKind::kAttentionDecode) {
-      EXPECT_FALSE(l->ops[slot::kAttnXq].present());
-    }
-  }
-  EXPECT_EQ(head_ops, 36);
-  EXPECT_EQ(DecodeLaunches(*separate).size(), DecodeLaunches(*lg).size() + 36);
+  ExpectHeadOpsLaunchedAlone(*g, *lg, LaunchKind::kAttentionDecode, slot::kAttnXq);
 }
 
 // JLLM_GEMV_HEAD=1: in every 4b layer the QKV GEMV takes the next node's q/k norm + RoPE + KV
@@ -231,17 +238,7 @@ TEST(Lowering, QkvGemvRunsTheHeadOpsInItsTail) {
   }
   EXPECT_EQ(fused, 36);
   fuse.reset();
-  auto separate = LowerGraph(*g);
-  ASSERT_TRUE(separate.ok()) << separate.status();
-  int head_ops = 0;
-  for (const Launch* l : DecodeLaunches(*separate)) {
-    if (l->kind == LaunchKind::kHeadOps) ++head_ops;
-    if (l->kind == LaunchKind::kGemv) {
-      EXPECT_FALSE(l->ops[slot::kGemvHeadCache].present());
-    }
-  }
-  EXPECT_EQ(head_ops, 36);
-  EXPECT_EQ(DecodeLaunches(*separate).size(), DecodeLaunches(*lg).size() + 36);
+  ExpectHeadOpsLaunchedAlone(*g, *lg, LaunchKind::kGemv, slot::kGemvHeadCache);
 }
 
 // The decode attention kernel by JLLM_ATTN_KERNEL: 4b's 8 kv heads of G = 4 and head_dim 128 with

@@ -97,6 +97,22 @@ absl::StatusOr<L2Prefetch> Prefetch(const Resolver& r, const Launch& l) {
   return out;
 }
 
+// A fused head op's gammas, the layer's caches and its parameters (the launch's p1..p3: eps, RoPE
+// step and scale); its inputs are the caller's.
+absl::Status BindFusedHead(const Resolver& r, const Launch& l, const Operand& q_gamma, const Operand& k_gamma,
+                           const LayerCache& c, FusedHeadArgs& h) {
+  ASSIGN_OR_RETURN(h.q_gamma, As<const float>(r, q_gamma));
+  ASSIGN_OR_RETURN(h.k_gamma, As<const float>(r, k_gamma));
+  h.k_cache = c.k;
+  h.v_cache = c.v;
+  h.k_scales = c.k_scales;
+  h.v_scales = c.v_scales;
+  h.eps = l.p1;
+  h.rope_step = l.p2;
+  h.rope_scale = l.p3;
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<uint8_t>> BindArgs(const ir::Graph& graph, const MemoryPlan& plan,
@@ -122,16 +138,8 @@ absl::StatusOr<std::vector<uint8_t>> BindArgs(const ir::Graph& graph, const Memo
         h.xq = a.y[0];
         h.xk = a.y[1];
         h.xv = a.y[2];
-        ASSIGN_OR_RETURN(h.q_gamma, As<const float>(r, l.ops[slot::kGemvHeadQGamma]));
-        ASSIGN_OR_RETURN(h.k_gamma, As<const float>(r, l.ops[slot::kGemvHeadKGamma]));
         ASSIGN_OR_RETURN(const LayerCache* c, r.Cache(l.ops[slot::kGemvHeadCache]));
-        h.k_cache = c->k;
-        h.v_cache = c->v;
-        h.k_scales = c->k_scales;
-        h.v_scales = c->v_scales;
-        h.eps = l.p1;
-        h.rope_step = l.p2;
-        h.rope_scale = l.p3;
+        RETURN_IF_ERROR(BindFusedHead(r, l, l.ops[slot::kGemvHeadQGamma], l.ops[slot::kGemvHeadKGamma], *c, h));
         ASSIGN_OR_RETURN(a.yq, As<float>(r, l.ops[slot::kGemvHeadYq]));
         ASSIGN_OR_RETURN(a.pos, As<const int>(r, l.ops[slot::kGemvHeadPos]));
         a.max_ctx = static_cast<int>(b.max_context);
@@ -211,17 +219,9 @@ absl::StatusOr<std::vector<uint8_t>> BindArgs(const ir::Graph& graph, const Memo
       if (l.ops.size() > slot::kAttnXq && l.ops[slot::kAttnXq].present()) {
         FusedHeadArgs& h = a.head;
         ASSIGN_OR_RETURN(h.xq, As<const float>(r, l.ops[slot::kAttnXq]));
-        ASSIGN_OR_RETURN(h.q_gamma, As<const float>(r, l.ops[slot::kAttnQGamma]));
         ASSIGN_OR_RETURN(h.xk, As<const float>(r, l.ops[slot::kAttnXk]));
-        ASSIGN_OR_RETURN(h.k_gamma, As<const float>(r, l.ops[slot::kAttnKGamma]));
         ASSIGN_OR_RETURN(h.xv, As<const float>(r, l.ops[slot::kAttnXv]));
-        h.k_cache = c->k;
-        h.v_cache = c->v;
-        h.k_scales = c->k_scales;
-        h.v_scales = c->v_scales;
-        h.eps = l.p1;
-        h.rope_step = l.p2;
-        h.rope_scale = l.p3;
+        RETURN_IF_ERROR(BindFusedHead(r, l, l.ops[slot::kAttnQGamma], l.ops[slot::kAttnKGamma], *c, h));
       }
       ASSIGN_OR_RETURN(a.prefetch, Prefetch(r, l));
       return Bytes(a);
