@@ -12,7 +12,8 @@
 # the built-in choices, `ncu-source` profiles three 4b GEMVs per SASS instruction
 # (scripts/ncu_source_summary.py sums them by phase), `ncu-attn` decode attention at 8k,
 # `kernel-info` each 4b kernel's registers, spills and shared memory (KINFO_VARIANTS: switches),
-# `ab2` and `ab3` further A/B sets (AB2_VARIANTS, AB2_PRESETS, ...; `ab` below says how).
+# `ab2` and `ab3` further A/B sets (AB2_VARIANTS, AB2_PRESETS, ...; `ab` below says how), `trace-ab`
+# the in-step trace of each of TRACE_VARIANTS.
 # Each step's output goes to the terminal and to a log; the logs come back as
 # $OUT/gpu-check-logs.tar.gz, the benchmark JSON as $OUT/bench.json. A failing step does not
 # stop the others; the exit status says whether any failed. The summary table comes last.
@@ -203,6 +204,24 @@ ab() {
 step ab 600 ab
 [ ${#only[@]} -gt 0 ] && step ab2 600 ab_set AB2 ""  # only when named
 [ ${#only[@]} -gt 0 ] && step ab3 600 ab_set AB3 ""  # only when named
+# The in-step trace of each variant (only when named): TRACE_VARIANTS as AB_VARIANTS, on
+# TRACE_PRESETS (default 4b): each compiled with its switches and run with JLLM_TRACE=1 --profile;
+# the "in the captured step" table (release, staging, stream, tail, spread per kernel) is printed.
+trace_ab() {
+  local v name env p
+  [ -n "${TRACE_VARIANTS:-}" ] || { echo "TRACE_VARIANTS is empty"; return 1; }
+  IFS=';' read -ra list <<< "$TRACE_VARIANTS"
+  for v in "${list[@]}"; do
+    name=${v%%:*} env=${v#*:}
+    for p in ${TRACE_PRESETS:-4b}; do
+      echo "--- $name $p ($env)"
+      env $env "$bin/jllm-compile" "$work/models/$p.gguf" -o "$work/models/ab.plan" > /dev/null 2>&1 || return 1
+      env $env JLLM_TRACE=1 "$bin/jllm-run" "$work/models/ab.plan" -p "$(printf 'word %.0s' $(seq 1 200))" \
+        --profile --backend cuda 2>&1 | sed -n '/in the captured step/,$p'
+    done
+  done
+}
+[ ${#only[@]} -gt 0 ] && step trace-ab 600 trace_ab  # only when named
 ncu_kernels() {  # hardware counters of the decode kernels that matter (4b): throughput, occupancy, stalls
   ncu --clock-control none --graph-profiling node -k 'regex:gemv|attention_(decode|rows|mma)|head_ops' \
     --launch-skip 60 --launch-count 12 --section SpeedOfLight --section Occupancy --section LaunchStats \
