@@ -7,6 +7,7 @@
 #include <string_view>
 #include <thread>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "backends/cuda/cudart/cuda_status.h"
@@ -15,6 +16,22 @@
 #include "ir/status.h"
 
 namespace jllm::cuda {
+
+namespace {
+
+// JLLM_SMEM_CARVEOUT (an A/B switch, docs/PERF.md): the percent of each SM's L1/shared storage
+// every kernel asks to be shared memory, the same for all so that consecutive kernels never make
+// an SM drain and reconfigure between them; unset: the driver's choice per kernel (-1).
+int SharedCarveoutSwitch() {
+  const char* v = std::getenv("JLLM_SMEM_CARVEOUT");
+  if (v == nullptr || *v == '\0') return -1;
+  int percent = 0;
+  if (absl::SimpleAtoi(v, &percent) && percent >= 0 && percent <= 100) return percent;
+  std::fprintf(stderr, "jllm: JLLM_SMEM_CARVEOUT=%s ignored: a percent 0..100 of the L1/shared storage, or unset\n", v);
+  return -1;
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<CudartDevice>> CudartDevice::Open(int ordinal, CubinCache cache) {
   std::unique_ptr<CudartDevice> d(new CudartDevice(ordinal, std::move(cache)));
@@ -33,6 +50,7 @@ absl::StatusOr<std::unique_ptr<CudartDevice>> CudartDevice::Open(int ordinal, Cu
   }
   const char* pdl = std::getenv("JLLM_PDL");
   d->props_.pdl = prop.major >= 9 && !(pdl != nullptr && std::string_view(pdl) == "0");
+  d->carveout_ = SharedCarveoutSwitch();
   JLLM_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&d->stream_, cudaStreamNonBlocking), "creating a stream");
   JLLM_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&d->sync_event_, cudaEventDisableTiming),
                             "creating an event");
@@ -141,6 +159,12 @@ absl::StatusOr<KernelHandle> CudartDevice::LoadKernel(const KernelSpec& spec, st
         cudaKernelSetAttributeForDevice(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         static_cast<int>(spec.smem), ordinal_),
         absl::StrCat("raising the shared memory limit of ", spec.label));
+  }
+  if (carveout_ >= 0) {
+    JLLM_CUDA_RETURN_IF_ERROR(cudaKernelSetAttributeForDevice(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                                              carveout_, ordinal_),
+                              absl::StrCat("setting the shared memory carveout of ", spec.label,
+                                           " (JLLM_SMEM_CARVEOUT)"));
   }
   // JLLM_KERNEL_INFO=1: each kernel's registers, spills (local memory) and shared memory as
   // this GPU's driver loaded it — register budgets differ between the NVRTC here and a local

@@ -60,6 +60,7 @@ class CudartDevice : public DeviceApi {
     std::string label;
   };
   int ordinal_;
+  int carveout_ = -1;  // JLLM_SMEM_CARVEOUT: every kernel's preferred shared-memory percent, or -1
   CubinCache cache_;
   DeviceProperties props_;
   cudaStream_t stream_ = nullptr;
