@@ -61,6 +61,9 @@ struct OpVariant {
 // GEMV with the head ops in its tail (JLLM_GEMV_HEAD): with the default knobs (items cut between
 // warps), with every matrix split in two along K and 3-row items (items across two heads, the
 // last split's warp transforms), as pairs dealt round-robin, and in registers on two warps.
+// The ring's chunks held back until x's loads are out (JLLM_GEMV_EARLY_SLOTS): none before the
+// grid wait, on the bulk ring and for pairs and f32 x (no quantized pass: first thing after the
+// wait); one before it on a cp.async ring of 4 with every matrix split in two along K.
 // Every kernel built for the in-step trace (JLLM_TRACE: the body inside the trace's entry and
 // exit stamps, a second argument) computing what it computes without.
 inline std::vector<OpVariant> CudaKernelVariants() {
@@ -96,6 +99,13 @@ inline std::vector<OpVariant> CudaKernelVariants() {
        VariantCases::kGemvPairs},
       {"pairs_cpasync_roundrobin",
        {{"JLLM_GEMV_PAIRS", "3"}, {"JLLM_GEMV_PAIRS_MIN_MIB", "0"}, {"JLLM_GEMV_BULK", "0"}, {"JLLM_GEMV_SPREAD", "0"}},
+       VariantCases::kGemvPairs},
+      {"early_slots0", {{"JLLM_GEMV_EARLY_SLOTS", "0"}}, VariantCases::kGemvGroups},
+      {"early_slots1_ring4_cpasync_split2",
+       {{"JLLM_GEMV_EARLY_SLOTS", "1"}, {"JLLM_GEMV_RING", "4"}, {"JLLM_GEMV_BULK", "0"}, {"JLLM_GEMV_KSPLIT", "2"}},
+       VariantCases::kGemvGroups},
+      {"early_slots0_xf32", {{"JLLM_GEMV_EARLY_SLOTS", "0"}, {"JLLM_GEMV_X", "f32"}}, VariantCases::kGemv},
+      {"pairs_early_slots0", {{"JLLM_GEMV_PAIRS", "3"}, {"JLLM_GEMV_PAIRS_MIN_MIB", "0"}, {"JLLM_GEMV_EARLY_SLOTS", "0"}},
        VariantCases::kGemvPairs},
       {"traced", {{"JLLM_TRACE", "1"}}, VariantCases::kGemvGroups},
       {"gemv_head", {{"JLLM_GEMV_HEAD", "1"}}, VariantCases::kGemvHead},

@@ -407,6 +407,32 @@ TEST(Lowering, GemvRingSlotsOfSeveralStepsShrinkToTheTarget) {
   EXPECT_EQ(gate_up("2", kSmemPerBlockSm90, "0"), std::make_pair(kGateUp + " pairs", int64_t{10880}));
 }
 
+// JLLM_GEMV_EARLY_SLOTS: the ring chunks a warp issues before the grid wait — RING - 1 unless
+// set (today's behaviour), at most RING - 1 when set higher, absent with the steps in registers.
+TEST(Lowering, GemvEarlyRingChunksBySwitch) {
+  auto g = testing::PresetGraph("4b");
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto early = [&](std::vector<std::pair<std::string, std::string>> vars) {
+    ::jllm::testing::ScopedEnv env(vars);
+    auto lg = LowerGraph(*g);
+    EXPECT_TRUE(lg.ok()) << lg.status();
+    std::set<std::string> seen;  // "RING/EARLY" of every decode GEMV
+    if (!lg.ok()) return seen;
+    for (const Launch* l : DecodeLaunches(*lg)) {
+      if (l->kind != LaunchKind::kGemv) continue;
+      std::map<std::string, std::string> defines;
+      for (const auto& [name, value] : lg->specs[l->spec].DefineList()) defines[name] = value;
+      seen.insert(defines["JLLM_RING"] + "/" + (defines.count("JLLM_EARLY_SLOTS") ? defines["JLLM_EARLY_SLOTS"] : "-"));
+    }
+    return seen;
+  };
+  EXPECT_EQ(early({}), std::set<std::string>{"3/2"});
+  EXPECT_EQ(early({{"JLLM_GEMV_EARLY_SLOTS", "0"}}), std::set<std::string>{"3/0"});
+  EXPECT_EQ(early({{"JLLM_GEMV_EARLY_SLOTS", "1"}, {"JLLM_GEMV_RING", "5"}}), std::set<std::string>{"5/1"});
+  EXPECT_EQ(early({{"JLLM_GEMV_EARLY_SLOTS", "9"}, {"JLLM_GEMV_RING", "4"}}), std::set<std::string>{"4/3"});
+  EXPECT_EQ(early({{"JLLM_GEMV_EARLY_SLOTS", "1"}, {"JLLM_GEMV_RING", "0"}}), std::set<std::string>{"0/-"});
+}
+
 // A kernel nothing can shrink enough is refused by the lowering, naming it and the GPU's limit.
 TEST(Lowering, KernelBeyondTheTargetsSharedMemoryIsRefusedByName) {
   auto g = testing::PresetGraph("4b");

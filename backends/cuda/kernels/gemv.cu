@@ -38,7 +38,9 @@
 // squares first, then x scaled as it is staged), JLLM_GAMMA_EARLY (1: with NORM, the thread's
 // gamma of the quantized-x pass is loaded before the grid wait — gamma is a weight, and after a
 // step's 2.5 GB of weights went through L2 it comes from HBM, a round trip that otherwise
-// follows the wait beside x's; 0: with x), JLLM_PAIRS (a mask, 1 q4_K, 2 q6_K: those members
+// follows the wait beside x's; 0: with x), JLLM_EARLY_SLOTS (RING > 0: the ring chunks a warp
+// issues before the grid wait, at most RING - 1; the rest go out once the warp has issued its
+// loads of x, so that x's round trip does not queue behind the whole first burst), JLLM_PAIRS (a mask, 1 q4_K, 2 q6_K: those members
 // read as unit pairs, 8 lanes a row and 4 rows a warp step, x quantized per pair;
 // launch_geometry.h), JLLM_HEAD (1: the QKV triple's next node, Qwen3's q/k RMSNorm + RoPE + KV
 // append, runs in this kernel's tail — y[0..2] are its raw q, k, v; each item's writer adds its
@@ -76,6 +78,11 @@ constexpr int kChunk = JLLM_CHUNK;  // unit steps a ring slot holds
 constexpr bool kSpread = JLLM_SPREAD;  // a CTA's steps split evenly among its warps
 constexpr bool kLateNorm = kNorm && JLLM_LATE_NORM && JLLM_KSPLIT == 1;  // the RMS scale applied to y
 constexpr bool kGammaEarly = kNorm && JLLM_GAMMA_EARLY;
+#ifndef JLLM_EARLY_SLOTS
+#define JLLM_EARLY_SLOTS (JLLM_RING > 0 ? JLLM_RING - 1 : 0)
+#endif
+constexpr int kEarlySlots = JLLM_EARLY_SLOTS;
+static_assert(kEarlySlots >= 0 && (kRing == 0 || kEarlySlots <= kRing - 1), "early ring chunks: 0..RING - 1");
 // The ring is filled by bulk copies where the GPU has them (JLLM_BULK 1, sm_90), else cp.async.
 constexpr bool kBulk = kRing > 0 && JLLM_BULK && JLLM_HAS_BULK_COPY;
 
@@ -279,10 +286,12 @@ __device__ __forceinline__ void StageXqOf(const float (&v)[16], float amax, bool
 
 // x[e..e + 4) times gamma and `scale` (NORM); kSquares: adds the four x² (each rounded in f32,
 // as cpu_ref's RMSNorm) to `squares`. `g`: gamma[e..e + 4) when loaded already (GAMMA_EARLY).
+__device__ __forceinline__ float4 LoadX4(const jllm::cuda::GemvArgs& args, int e) {
+  return *reinterpret_cast<const float4*>(args.x + e);
+}
 template <bool kSquares = false>
-__device__ __forceinline__ float4 NormedX(const jllm::cuda::GemvArgs& args, int e, float scale, double& squares,
-                                          const float4* g = nullptr) {
-  float4 v = *reinterpret_cast<const float4*>(args.x + e);
+__device__ __forceinline__ float4 NormedX(const jllm::cuda::GemvArgs& args, float4 v, int e, float scale,
+                                          double& squares, const float4* g = nullptr) {
   if constexpr (kSquares) {
     squares += static_cast<double>(v.x * v.x) + static_cast<double>(v.y * v.y) + static_cast<double>(v.z * v.z) +
                static_cast<double>(v.w * v.w);
@@ -323,37 +332,53 @@ __device__ __forceinline__ EarlyGamma LoadEarlyGamma(const jllm::cuda::GemvArgs&
 __device__ __forceinline__ int StagedBegin(int s_lo) { return SplitGroup(s_lo) * 256; }
 __device__ __forceinline__ int StagedEnd(int s_hi) { return SplitGroup(s_hi + 1) * 256; }
 
-// Returns the factor the results take: the RMS scale with LATE_NORM, else 1.
+// Returns the factor the results take: the RMS scale with LATE_NORM, else 1. Every thread calls
+// after_loads() once, warp-uniformly, when its loads of x are issued (before their first use): in
+// the quantized pass after all its trips' loads, else first.
+template <class AfterLoads>
 __device__ __forceinline__ float StageX(const jllm::cuda::GemvArgs& args, int s_lo, int s_hi, float4* xs,
-                                        const EarlyGamma& eg, double* scratch) {
+                                        const EarlyGamma& eg, double* scratch, AfterLoads&& after_loads) {
   float scale = 1.0f;
   if constexpr (kNorm && !kLateNorm) scale = jllm_rms_scale(jllm_sum_squares(args.x, kK, scratch), kK, args.eps);
   double squares = 0;  // LATE_NORM: this thread's share of Σx² (every column is staged: no split)
   const int e0 = StagedBegin(s_lo), e1 = StagedEnd(s_hi);
   constexpr bool kAnyF32 = StagesF32<0>() || StagesF32<1>() || StagesF32<2>();
+  constexpr bool kAnyXq = StagesXq<0>() || StagesXq<1>() || StagesXq<2>();
+  constexpr bool kXqLoop = kAnyXq || StagesSums<0>() || StagesSums<1>() || StagesSums<2>();
+  if constexpr (!kXqLoop) after_loads();
   if constexpr (kAnyF32) {
     for (int e = e0 + 4 * threadIdx.x; e < e1; e += 4 * kThreads) {
-      const float4 v = NormedX<kLateNorm>(args, e, scale, squares);
+      const float4 v = NormedX<kLateNorm>(args, LoadX4(args, e), e, scale, squares);
       if constexpr (StagesF32<0>()) StageSlot<0>(v, e, xs);
       if constexpr (StagesF32<1>()) StageSlot<1>(v, e, xs);
       if constexpr (StagesF32<2>()) StageSlot<2>(v, e, xs);
     }
   }
-  constexpr bool kAnyXq = StagesXq<0>() || StagesXq<1>() || StagesXq<2>();
-  if constexpr (kAnyXq || StagesSums<0>() || StagesSums<1>() || StagesSums<2>()) {
+  if constexpr (kXqLoop) {
     // A warp-uniform trip count (pair scales are reductions over lanes): a lane past e1 runs
-    // with zeros and writes nothing.
+    // with zeros and writes nothing. Every trip's loads first, then after_loads(), then the math.
     const int lane = threadIdx.x & 31;
+    float4 raw[kXqTrips][4];
+    int trips = 0;
 #pragma unroll
     for (int it = 0; it < kXqTrips; ++it) {
       const int e = e0 + 16 * static_cast<int>(threadIdx.x) + 16 * kThreads * it;
       if (e - 16 * lane >= e1) break;  // warp-uniform
+      trips = it + 1;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) raw[it][i] = e < e1 ? LoadX4(args, e + 4 * i) : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+    after_loads();
+#pragma unroll
+    for (int it = 0; it < kXqTrips; ++it) {
+      if (it >= trips) break;  // warp-uniform
+      const int e = e0 + 16 * static_cast<int>(threadIdx.x) + 16 * kThreads * it;
       const bool live = e < e1;
       float v[16];
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         const float4* g = kEarlyGamma ? &eg.g[kEarlyGamma ? it : 0][i] : nullptr;
-        const float4 f = live ? NormedX<kLateNorm && !kAnyF32>(args, e + 4 * i, scale, squares, g)
+        const float4 f = live ? NormedX<kLateNorm && !kAnyF32>(args, raw[it][i], e + 4 * i, scale, squares, g)
                               : make_float4(0.f, 0.f, 0.f, 0.f);
         v[4 * i] = f.x, v[4 * i + 1] = f.y, v[4 * i + 2] = f.z, v[4 * i + 3] = f.w;
       }
@@ -720,12 +745,15 @@ __device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int sp
       __syncthreads();  // heads are free for the next segment
     }
   };
-  auto stage_x = [&] {
-    if (first) {
+  // after_loads: the warp's ring chunks held back from before the wait (JLLM_EARLY_SLOTS).
+  auto stage_x = [&](auto&& after_loads) {
+    if (!first) {
+      after_loads();
+    } else {
       const EarlyGamma eg = LoadEarlyGamma(args, StagedBegin(s_lo), StagedEnd(s_hi));  // a weight: before the wait
       JLLM_GRID_WAIT();  // x, the residual and the partials' readers come before us
       JLLM_LAUNCH_DEPENDENTS();
-      x_scale = StageX(args, s_lo, s_hi, xs, eg, cs.scratch);
+      x_scale = StageX(args, s_lo, s_hi, xs, eg, cs.scratch, after_loads);
       JLLM_TRACE_MARK();  // x staged: the stream's dots may begin
     }
   };
@@ -748,7 +776,7 @@ __device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int sp
     };
 #pragma unroll
     for (int b = 0; b < kDepth; ++b) load(b, f[b]);
-    stage_x();
+    stage_x([] {});
 #pragma unroll 1
     for (int t0 = 0; t0 < n_steps; t0 += kDepth) {
 #pragma unroll
@@ -824,10 +852,13 @@ __device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int sp
       if constexpr (!kBulk) jllm_cp_async_commit();
     };
     __syncwarp();  // the warp's previous segment has read every slot
-#pragma unroll
-    for (int b = 0; b < kRing - 1; ++b) issue_next();
+    const int early = first ? kEarlySlots : kRing - 1;  // chunks issued before the grid wait
+    for (int b = 0; b < early; ++b) issue_next();
     __syncwarp();  // (the emulation runs lanes one at a time: lane 0 has issued before any waits)
-    stage_x();
+    stage_x([&] {
+      for (int b = early; b < kRing - 1; ++b) issue_next();
+      __syncwarp();
+    });
     int q = 0, c0 = 0, c_end = 0;  // chunks opened, the open chunk's first step, the step after it
     const jllm_u8* slot = ring;
 #pragma unroll 1

@@ -49,6 +49,8 @@ const std::vector<GemvKnob>& GemvKnobs() {
       {"r", "JLLM_GEMV_R", 1, 8, -1, "rows a warp item reads (16-byte units; pairs take 4)"},
       {"ring", "JLLM_GEMV_RING", 0, 16, 1, "shared-memory slots a warp (0: registers)"},
       {"chunk", "JLLM_GEMV_CHUNK", 1, 8, -1, "unit steps a ring slot holds, one copy a row (ring > 0)"},
+      {"early_slots", "JLLM_GEMV_EARLY_SLOTS", 0, 15, -1,
+       "ring chunks a warp issues before the grid wait, the rest after its loads of x (ring > 0; at most ring - 1)"},
       {"depth", "JLLM_GEMV_DEPTH", 1, 8, -1, "steps ahead in registers (ring 0)"},
       {"bulk", "JLLM_GEMV_BULK", 0, 1, -1, "ring filled by bulk copies (sm_90) or cp.async"},
       {"spread", "JLLM_GEMV_SPREAD", 0, 1, -1, "warps take equal step ranges (1) or whole items"},
