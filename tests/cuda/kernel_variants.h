@@ -61,6 +61,8 @@ struct OpVariant {
 // GEMV with the head ops in its tail (JLLM_GEMV_HEAD): with the default knobs (items cut between
 // warps), with every matrix split in two along K and 3-row items (items across two heads, the
 // last split's warp transforms), as pairs dealt round-robin, and in registers on two warps.
+// The RMS scale computed at each warp's first result (JLLM_GEMV_LAZY_SCALE), on the normed cases
+// and for pairs on two warps (items cut between warps: the cut item's finisher computes it too).
 // The ring's chunks held back until x's loads are out (JLLM_GEMV_EARLY_SLOTS): none before the
 // grid wait, on the bulk ring and for pairs and f32 x (no quantized pass: first thing after the
 // wait); one before it on a cp.async ring of 4 with every matrix split in two along K.
@@ -84,6 +86,10 @@ inline std::vector<OpVariant> CudaKernelVariants() {
       {"nw32_r8", {{"JLLM_GEMV_NW", "32"}, {"JLLM_GEMV_R", "8"}, {"JLLM_GEMV_MINB", "1"}}, VariantCases::kGemvGroups},
       {"early_norm", {{"JLLM_GEMV_LATE_NORM", "0"}}, VariantCases::kGemvNorm},
       {"gamma_late", {{"JLLM_GEMV_GAMMA_EARLY", "0"}}, VariantCases::kGemvNorm},
+      {"lazy_scale", {{"JLLM_GEMV_LAZY_SCALE", "1"}}, VariantCases::kGemvNorm},
+      {"lazy_scale_pairs_nw2",
+       {{"JLLM_GEMV_LAZY_SCALE", "1"}, {"JLLM_GEMV_PAIRS", "3"}, {"JLLM_GEMV_PAIRS_MIN_MIB", "0"}, {"JLLM_GEMV_NW", "2"}},
+       VariantCases::kGemvPairs},
       {"pairs_split2", {{"JLLM_GEMV_PAIRS", "3"}, {"JLLM_GEMV_PAIRS_MIN_MIB", "0"}, {"JLLM_GEMV_KSPLIT", "2"}},
        VariantCases::kGemvPairs},
       {"pairs", {{"JLLM_GEMV_PAIRS", "3"}, {"JLLM_GEMV_PAIRS_MIN_MIB", "0"}}, VariantCases::kGemvPairs},

@@ -35,7 +35,9 @@
 // JLLM_LATE_NORM (1: with NORM and no K split, x·gamma is staged in the same pass that sums
 // x², and the RMS scale — one number per token, and the GEMV linear in x — multiplies the
 // results instead: one pass over x and one barrier less before the first dot; 0: the sum of
-// squares first, then x scaled as it is staged), JLLM_GAMMA_EARLY (1: with NORM, the thread's
+// squares first, then x scaled as it is staged), JLLM_LAZY_SCALE (1: with LATE_NORM, the RMS scale
+// — the warps' Σx² summed, a double division, a square root — is computed by each warp before its
+// first result, with its ring's chunks in flight, not before its first dot), JLLM_GAMMA_EARLY (1: with NORM, the thread's
 // gamma of the quantized-x pass is loaded before the grid wait — gamma is a weight, and after a
 // step's 2.5 GB of weights went through L2 it comes from HBM, a round trip that otherwise
 // follows the wait beside x's; 0: with x), JLLM_EARLY_SLOTS (RING > 0: the ring chunks a warp
@@ -78,6 +80,10 @@ constexpr int kChunk = JLLM_CHUNK;  // unit steps a ring slot holds
 constexpr bool kSpread = JLLM_SPREAD;  // a CTA's steps split evenly among its warps
 constexpr bool kLateNorm = kNorm && JLLM_LATE_NORM && JLLM_KSPLIT == 1;  // the RMS scale applied to y
 constexpr bool kGammaEarly = kNorm && JLLM_GAMMA_EARLY;
+#ifndef JLLM_LAZY_SCALE
+#define JLLM_LAZY_SCALE 0
+#endif
+constexpr bool kLazyScale = kLateNorm && JLLM_LAZY_SCALE;
 #ifndef JLLM_EARLY_SLOTS
 #define JLLM_EARLY_SLOTS (JLLM_RING > 0 ? JLLM_RING - 1 : 0)
 #endif
@@ -332,7 +338,15 @@ __device__ __forceinline__ EarlyGamma LoadEarlyGamma(const jllm::cuda::GemvArgs&
 __device__ __forceinline__ int StagedBegin(int s_lo) { return SplitGroup(s_lo) * 256; }
 __device__ __forceinline__ int StagedEnd(int s_hi) { return SplitGroup(s_hi + 1) * 256; }
 
-// Returns the factor the results take: the RMS scale with LATE_NORM, else 1. Every thread calls
+// LATE_NORM's factor, from the warps' Σx² that StageX left in `scratch` (after its barrier).
+__device__ __forceinline__ float RmsScaleOf(const jllm::cuda::GemvArgs& args, const double* scratch) {
+  double total = 0;
+  for (int w = 0; w < kNw; ++w) total += scratch[w];  // fixed order: deterministic
+  return jllm_rms_scale(total, kK, args.eps);
+}
+
+// Returns the factor the results take: the RMS scale with LATE_NORM (LAZY_SCALE: -1, computed
+// later by RmsScaleOf), else 1. Every thread calls
 // after_loads() once, warp-uniformly, when its loads of x are issued (before their first use): in
 // the quantized pass after all its trips' loads, else first.
 template <class AfterLoads>
@@ -405,11 +419,7 @@ __device__ __forceinline__ float StageX(const jllm::cuda::GemvArgs& args, int s_
     if ((threadIdx.x & 31) == 0) scratch[threadIdx.x >> 5] = squares;
   }
   __syncthreads();  // x staged (and the warps' Σx² written) for every warp
-  if constexpr (kLateNorm) {
-    double total = 0;
-    for (int w = 0; w < kNw; ++w) total += scratch[w];  // fixed order: deterministic
-    return jllm_rms_scale(total, kK, args.eps);
-  }
+  if constexpr (kLateNorm) return kLazyScale ? -1.0f : RmsScaleOf(args, scratch);
   return 1.0f;
 }
 
@@ -682,6 +692,12 @@ __device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int sp
   auto& heads = cs.heads;
   float tail[kMembersPerItem][kRpl];
   int tail_rg = -1;
+  // LAZY_SCALE: the RMS scale at the warp's first result (StageX returned -1 for it).
+  auto scale_now = [&] {
+    if constexpr (kLazyScale) {
+      if (x_scale < 0.f) x_scale = RmsScaleOf(args, cs.scratch);
+    }
+  };
   auto consume = [&](int t, const Frag (&f)[kMembersPerItem][kRpl]) {
     const int rg = rg_of(t), s = s_of(t);
     const int row0 = rg * kItemRows;
@@ -694,6 +710,7 @@ __device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int sp
     if (ul < n_units) StepDots<kM>(f, xs + SlotOf(kM) * kSlotFloat4, u0 + ul, row0 + lr, wbase, acc);
     const bool began_here = !kSpread || t >= s;  // the warp ran the item's first step
     if (s == kSteps - 1 && began_here) {
+      scale_now();
       Finish<kM>(args, split, rg, row0, acc, residual, x_scale);
       clear();
     } else if (kSpread && (s == kSteps - 1 || t == n_steps - 1)) {
@@ -740,6 +757,7 @@ __device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int sp
           const int row = WriterRow<kM>(row0, lane);
           if (row >= 0) residual = args.residual[row];
         }
+        scale_now();
         Finish<kM>(args, split, tail_rg, row0, total, residual, x_scale);
       }
       __syncthreads();  // heads are free for the next segment

@@ -44,8 +44,8 @@ static_assert(static_cast<int>(ir::KvDType::kF16) == 0 && static_cast<int>(ir::K
 // overridden for A/B measurements by an environment variable read wherever the graph is lowered
 // (the CUDA backend at load; jllm-compile for --arch CUBINs, which match only the same values):
 // JLLM_GEMV_R, JLLM_GEMV_NW, JLLM_GEMV_DEPTH, JLLM_GEMV_MINB, JLLM_GEMV_ITEMS, JLLM_GEMV_KSPLIT,
-// JLLM_GEMV_X (lowering.h), JLLM_GEMV_RING (0 = registers), JLLM_GEMV_CHUNK, JLLM_GEMV_EARLY_SLOTS, JLLM_GEMV_BULK, JLLM_GEMV_SPREAD,
-// JLLM_GEMV_LATE_NORM, JLLM_GEMV_PAIRS, JLLM_GEMV_PAIRS_MIN_MIB;
+// JLLM_GEMV_X (lowering.h), JLLM_GEMV_RING (0 = registers), JLLM_GEMV_CHUNK, JLLM_GEMV_EARLY_SLOTS, JLLM_GEMV_BULK,
+// JLLM_GEMV_SPREAD, JLLM_GEMV_LATE_NORM, JLLM_GEMV_LAZY_SCALE, JLLM_GEMV_PAIRS, JLLM_GEMV_PAIRS_MIN_MIB;
 // JLLM_GEMM_MMA, JLLM_PREFETCH (lowering.h), JLLM_GEMM_BN, JLLM_GEMM_BM, JLLM_GEMM_XSPLIT,
 // JLLM_GEMM_MINB, JLLM_GEMM_PAIR; JLLM_ATTN_SPLITS, JLLM_ATTN_MINCHUNK, JLLM_ATTN_NW, JLLM_ATTN_RING (decode
 // attention). A value that cannot be used is ignored with a warning.
@@ -71,6 +71,7 @@ constexpr int kGemvMinBlocks = 2;
 constexpr int kGemvItemsPerWarpX10 = 5;
 constexpr int kGemvMaxSplit = 8;
 constexpr int kGemvActivationPlanes = 2;  // int16 x (GemvActivationPlanes, lowering.h)
+constexpr int kGemvLazyScale = 0;  // the RMS scale before the first dot (JLLM_GEMV_LAZY_SCALE=1: at the first result)
 constexpr int kGemvRing = 3;    // slots of a shared-memory ring per warp (0: steps ahead in registers)
 constexpr int kGemvBulk = 1;    // the ring filled by bulk copies on sm_90 (0: cp.async everywhere)
 // Unit steps a ring slot holds, each row's bytes of them one copy (gemv.cu, JLLM_CHUNK): 1 until
@@ -465,6 +466,7 @@ class Lowerer {
     defs.push_back(
         D("JLLM_LATE_NORM", knob("late_norm", kGemvLateNorm) != 0));
     defs.push_back(D("JLLM_GAMMA_EARLY", knob("gamma_early", kGemvGammaEarly) != 0));
+    defs.push_back(D("JLLM_LAZY_SCALE", knob("lazy_scale", kGemvLazyScale) != 0));
     defs.push_back(D("JLLM_XPLANES", x_planes));
     defs.push_back(D("JLLM_PAIRS", pairs));
     defs.push_back(D("JLLM_XSLOTS", slots));  // gemv.cu checks that it counts the same
