@@ -1,6 +1,8 @@
 // Host stand-ins for the CUDA builtins the jllm kernels use, so that the real kernel sources
 // compile with g++ (-DJLLM_EMULATE -include this file) into a shared object that runs a launch
-// on the CPU: every CUDA thread of a CTA is a fiber, CTAs run one after another, and
+// on the CPU: every CUDA thread of a CTA is a fiber, CTAs run one after another in a shuffled
+// order (a GPU promises none: a kernel whose result depends on it — tickets counted by the wrong
+// CTAs, a "last CTA" that is not — fails here rather than only where CTAs interleave), and
 // __syncthreads and the warp operations are barriers that switch fibers. Semantics the kernels rely on are kept:
 // a thread that returns stops counting for the barriers (as an exited CUDA thread does), the
 // dynamic shared memory starts with garbage, atomics are atomic, misaligned vector loads trap.
@@ -17,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <utility>
 #include <vector>
 #if !defined(__x86_64__)
 #include <ucontext.h>
@@ -375,40 +378,55 @@ extern "C" int emu_launch(void (*entry)(const void*, unsigned long long*), unsig
   emu_entry = entry;
   emu_args = args;
   emu_trace = trace;
+  // The CTAs in an order shuffled per launch, reproducibly (a fixed seed, advanced per launch).
+  static uint64_t launches = 0;
+  std::vector<dim3> order;
+  order.reserve(static_cast<size_t>(gx) * gy * gz);
   for (unsigned z = 0; z < gz; ++z) {
     for (unsigned y = 0; y < gy; ++y) {
-      for (unsigned x = 0; x < gx; ++x) {
-        EmuCta cta;
-        cta.block.expected = threads;
-        cta.warps.assign(threads / 32, EmuBarrier{32, 0, 0});
-        cta.slots.assign(threads, 0);
-        cta.smem.assign(smem + 16, 0xA5);  // garbage, as uninitialised shared memory is
-        cta.fibers.resize(threads);
-        emu_cta = &cta;
-        blockIdx = {x, y, z};
-        for (unsigned t = 0; t < threads; ++t) {
-          emu_make_context(cta.fibers[t].context, stacks[t].get(), kStack, cta.scheduler, emu_fiber_main);
-        }
-        unsigned live = threads;
-        while (live > 0) {
-          const uint64_t before = emu_progress;
-          live = 0;
-          for (unsigned t = 0; t < threads; ++t) {
-            if (cta.fibers[t].done) continue;
-            cta.current = t;
-            threadIdx = {t, 0, 0};
-            emu_swap(cta.scheduler, cta.fibers[t].context);
-            if (!cta.fibers[t].done) ++live;
-          }
-          if (live > 0 && emu_progress == before) {
-            std::fprintf(stderr, "emulated kernel: deadlock in CTA (%u,%u,%u): %u threads wait on barriers "
-                         "that can never complete\n", x, y, z, live);
-            std::abort();
-          }
-        }
-        emu_cta = nullptr;
+      for (unsigned x = 0; x < gx; ++x) order.push_back(dim3{x, y, z});
+    }
+  }
+  uint64_t state = 0x9E3779B97F4A7C15ull * ++launches;
+  for (size_t i = order.size(); i > 1; --i) {  // Fisher-Yates with splitmix64
+    state += 0x9E3779B97F4A7C15ull;
+    uint64_t r = state;
+    r = (r ^ (r >> 30)) * 0xBF58476D1CE4E5B9ull;
+    r = (r ^ (r >> 27)) * 0x94D049BB133111EBull;
+    r ^= r >> 31;
+    std::swap(order[i - 1], order[r % i]);
+  }
+  for (const dim3& at : order) {
+    const unsigned x = at.x, y = at.y, z = at.z;
+    EmuCta cta;
+    cta.block.expected = threads;
+    cta.warps.assign(threads / 32, EmuBarrier{32, 0, 0});
+    cta.slots.assign(threads, 0);
+    cta.smem.assign(smem + 16, 0xA5);  // garbage, as uninitialised shared memory is
+    cta.fibers.resize(threads);
+    emu_cta = &cta;
+    blockIdx = {x, y, z};
+    for (unsigned t = 0; t < threads; ++t) {
+      emu_make_context(cta.fibers[t].context, stacks[t].get(), kStack, cta.scheduler, emu_fiber_main);
+    }
+    unsigned live = threads;
+    while (live > 0) {
+      const uint64_t before = emu_progress;
+      live = 0;
+      for (unsigned t = 0; t < threads; ++t) {
+        if (cta.fibers[t].done) continue;
+        cta.current = t;
+        threadIdx = {t, 0, 0};
+        emu_swap(cta.scheduler, cta.fibers[t].context);
+        if (!cta.fibers[t].done) ++live;
+      }
+      if (live > 0 && emu_progress == before) {
+        std::fprintf(stderr, "emulated kernel: deadlock in CTA (%u,%u,%u): %u threads wait on barriers "
+                     "that can never complete\n", x, y, z, live);
+        std::abort();
       }
     }
+    emu_cta = nullptr;
   }
   return 0;
 }
