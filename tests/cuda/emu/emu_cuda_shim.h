@@ -2,7 +2,9 @@
 // compile with g++ (-DJLLM_EMULATE -include this file) into a shared object that runs a launch
 // on the CPU: every CUDA thread of a CTA is a fiber, CTAs run one after another in a shuffled
 // order (a GPU promises none: a kernel whose result depends on it — tickets counted by the wrong
-// CTAs, a "last CTA" that is not — fails here rather than only where CTAs interleave), and
+// CTAs, a "last CTA" that is not — fails here rather than only where CTAs interleave), a CTA's
+// threads resumed in a shuffled order each round (so a read of another warp's or lane's write
+// without the barrier between them fails too, whichever index the writer has), and
 // __syncthreads and the warp operations are barriers that switch fibers. Semantics the kernels rely on are kept:
 // a thread that returns stops counting for the barriers (as an exited CUDA thread does), the
 // dynamic shared memory starts with garbage, atomics are atomic, misaligned vector loads trap.
@@ -41,6 +43,19 @@ inline uint4 make_uint4(unsigned a, unsigned b, unsigned c, unsigned d) { return
 inline uint2 make_uint2(unsigned a, unsigned b) { return {a, b}; }
 inline float4 make_float4(float a, float b, float c, float d) { return {a, b, c, d}; }
 inline float2 make_float2(float a, float b) { return {a, b}; }
+
+// splitmix64: the shuffles' reproducible random numbers.
+inline uint64_t emu_next_random(uint64_t& state) {
+  state += 0x9E3779B97F4A7C15ull;
+  uint64_t r = state;
+  r = (r ^ (r >> 30)) * 0xBF58476D1CE4E5B9ull;
+  r = (r ^ (r >> 27)) * 0x94D049BB133111EBull;
+  return r ^ (r >> 31);
+}
+template <class T>
+void emu_shuffle(std::vector<T>& v, uint64_t& state) {  // Fisher-Yates
+  for (size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[emu_next_random(state) % i]);
+}
 
 // One CTA runs at a time on one host thread; its CUDA threads are fibers, switched at barriers
 // and warp exchanges, so a launch costs no OS threads and runs deterministically.
@@ -388,14 +403,8 @@ extern "C" int emu_launch(void (*entry)(const void*, unsigned long long*), unsig
     }
   }
   uint64_t state = 0x9E3779B97F4A7C15ull * ++launches;
-  for (size_t i = order.size(); i > 1; --i) {  // Fisher-Yates with splitmix64
-    state += 0x9E3779B97F4A7C15ull;
-    uint64_t r = state;
-    r = (r ^ (r >> 30)) * 0xBF58476D1CE4E5B9ull;
-    r = (r ^ (r >> 27)) * 0x94D049BB133111EBull;
-    r ^= r >> 31;
-    std::swap(order[i - 1], order[r % i]);
-  }
+  emu_shuffle(order, state);
+  std::vector<unsigned> resume(threads);  // the threads' order in a scheduler round
   for (const dim3& at : order) {
     const unsigned x = at.x, y = at.y, z = at.z;
     EmuCta cta;
@@ -413,7 +422,9 @@ extern "C" int emu_launch(void (*entry)(const void*, unsigned long long*), unsig
     while (live > 0) {
       const uint64_t before = emu_progress;
       live = 0;
-      for (unsigned t = 0; t < threads; ++t) {
+      for (unsigned t = 0; t < threads; ++t) resume[t] = t;
+      emu_shuffle(resume, state);
+      for (const unsigned t : resume) {
         if (cta.fibers[t].done) continue;
         cta.current = t;
         threadIdx = {t, 0, 0};
