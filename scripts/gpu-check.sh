@@ -53,6 +53,13 @@ unpack() {
   [ -f "$d/qwen3-tokenizer.tar.xz" ] && tar -C "$work" -xJf "$d/qwen3-tokenizer.tar.xz"
   [ -f "$d/tiny-coder-q8_0.gguf.xz" ] && xz -dc "$d/tiny-coder-q8_0.gguf.xz" > "$work/models/tiny-coder-q8_0.gguf"
   ls -la "$work/bin" "$work/models"
+  # The binaries must come from this tree's sources (scripts/pack-device.sh lists and hashes them).
+  local now
+  now=$(cd "$root" && xargs -0 sha1sum < "$work/bin/SOURCES.list" 2>/dev/null | sha1sum | cut -d' ' -f1)
+  if [ "$now" != "$(cat "$work/bin/SOURCES.sha1" 2>/dev/null)" ]; then
+    echo "unpack: the carried binaries were built from other sources than this tree: run scripts/pack-device.sh"
+    return 1
+  fi
 }
 run_step unpack unpack
 bin=$work/bin

@@ -20,6 +20,11 @@ for t in jllm-synth jllm-compile jllm-run jllm-bench jllm-inspect jllm-convert; 
 done
 cp "$build/tests/cuda/cuda_gpu_test" "$stage/bin/"
 strip "$stage/bin/"* 2>/dev/null || true
+# What the binaries were built from: every tracked file but the docs and scripts, listed and
+# hashed, so that gpu-check.sh can tell a pack older than the tree it runs in (a stale pack
+# silently voids an A/B: it happened at stop 27).
+(cd "$root" && git ls-files -z -- . ':!docs' ':!scripts' ':!*.md' > "$stage/bin/SOURCES.list" &&
+  xargs -0 sha1sum < "$stage/bin/SOURCES.list" | sha1sum | cut -d' ' -f1 > "$stage/bin/SOURCES.sha1")
 tar -C "$stage" -cJf "$dest/jllm-bin.tar.xz" bin
 if [ -f "$root/.deps/qwen3-tokenizer/tokenizer.json" ]; then
   tar -C "$root/.deps" -cJf "$dest/qwen3-tokenizer.tar.xz" qwen3-tokenizer
