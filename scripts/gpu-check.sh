@@ -55,8 +55,12 @@ unpack() {
   ls -la "$work/bin" "$work/models"
   # The binaries must come from this tree's sources (scripts/pack-device.sh lists and hashes them).
   local now
+  if [ ! -f "$work/bin/SOURCES.list" ] || [ ! -f "$work/bin/SOURCES.sha1" ]; then
+    echo "unpack: the carried binaries do not say what they were built from: run scripts/pack-device.sh"
+    return 1
+  fi
   now=$(cd "$root" && xargs -0 sha1sum < "$work/bin/SOURCES.list" 2>/dev/null | sha1sum | cut -d' ' -f1)
-  if [ "$now" != "$(cat "$work/bin/SOURCES.sha1" 2>/dev/null)" ]; then
+  if [ "$now" != "$(cat "$work/bin/SOURCES.sha1")" ]; then
     echo "unpack: the carried binaries were built from other sources than this tree: run scripts/pack-device.sh"
     return 1
   fi
