@@ -66,6 +66,10 @@ struct OpVariant {
 // The ring's chunks held back until x's loads are out (JLLM_GEMV_EARLY_SLOTS): none before the
 // grid wait, on the bulk ring and for pairs and f32 x (no quantized pass: first thing after the
 // wait); one before it on a cp.async ring of 4 with every matrix split in two along K.
+// The ring filled by tensor-map copies, one a matrix a slot (JLLM_GEMV_TMA): on the matmul
+// groups, with every matrix split in two along K (a split's short last step: its box reads on
+// into the next split's bytes), as pairs on two warps, and with the head ops in the QKV tail and
+// no ring chunk before the grid wait.
 // Every kernel built for the in-step trace (JLLM_TRACE: the body inside the trace's entry and
 // exit stamps, a second argument) computing what it computes without.
 inline std::vector<OpVariant> CudaKernelVariants() {
@@ -113,6 +117,13 @@ inline std::vector<OpVariant> CudaKernelVariants() {
       {"early_slots0_xf32", {{"JLLM_GEMV_EARLY_SLOTS", "0"}, {"JLLM_GEMV_X", "f32"}}, VariantCases::kGemv},
       {"pairs_early_slots0", {{"JLLM_GEMV_PAIRS", "3"}, {"JLLM_GEMV_PAIRS_MIN_MIB", "0"}, {"JLLM_GEMV_EARLY_SLOTS", "0"}},
        VariantCases::kGemvPairs},
+      {"tma_early_slots1", {{"JLLM_GEMV_TMA", "1"}, {"JLLM_GEMV_EARLY_SLOTS", "1"}}, VariantCases::kGemvGroups},
+      {"tma_split2", {{"JLLM_GEMV_TMA", "1"}, {"JLLM_GEMV_KSPLIT", "2"}}, VariantCases::kGemvGroups},
+      {"tma_pairs_nw2",
+       {{"JLLM_GEMV_TMA", "1"}, {"JLLM_GEMV_PAIRS", "3"}, {"JLLM_GEMV_PAIRS_MIN_MIB", "0"}, {"JLLM_GEMV_NW", "2"}},
+       VariantCases::kGemvPairs},
+      {"tma_head_early_slots0", {{"JLLM_GEMV_TMA", "1"}, {"JLLM_GEMV_HEAD", "1"}, {"JLLM_GEMV_EARLY_SLOTS", "0"}},
+       VariantCases::kGemvHead},
       {"traced", {{"JLLM_TRACE", "1"}}, VariantCases::kGemvGroups},
       {"gemv_head", {{"JLLM_GEMV_HEAD", "1"}}, VariantCases::kGemvHead},
       {"gemv_head_split2_r3_ring2",

@@ -433,6 +433,61 @@ TEST(Lowering, GemvEarlyRingChunksBySwitch) {
   EXPECT_EQ(early({{"JLLM_GEMV_EARLY_SLOTS", "1"}, {"JLLM_GEMV_RING", "0"}}), std::set<std::string>{"0/-"});
 }
 
+// JLLM_GEMV_TMA: every decode GEMV of the 4b preset reads its ring through tensor maps, one a
+// matrix with the box of an item's rows × a step, and takes the alignment slack; never without
+// the switch, on a target without tensor-map copies, with cp.async, or where a box would land
+// misaligned (one q4_K row of 576 bytes a box).
+TEST(Lowering, GemvTensorMapCopiesBySwitch) {
+  auto g = testing::PresetGraph("4b");
+  ASSERT_TRUE(g.ok()) << g.status();
+  struct Seen {
+    int gemvs = 0, tma = 0;
+    std::set<std::string> gate_up;  // every layer's tile boxes, "row_bytes/rows/stride/box_bytes/box_rows"
+    int64_t gate_up_smem = 0;
+  };
+  auto lower = [&](std::vector<std::pair<std::string, std::string>> vars, LoweringTarget target = {}) {
+    ::jllm::testing::ScopedEnv env(vars);
+    Seen seen;
+    auto lg = LowerGraph(*g, nullptr, target);
+    EXPECT_TRUE(lg.ok()) << lg.status();
+    if (!lg.ok()) return seen;
+    for (const Launch* l : DecodeLaunches(*lg)) {
+      if (l->kind != LaunchKind::kGemv) continue;
+      const KernelSpec& s = lg->specs[l->spec];
+      std::map<std::string, std::string> defines;
+      for (const auto& [name, value] : s.DefineList()) defines[name] = value;
+      ++seen.gemvs;
+      const bool on = defines["JLLM_TMA"] == "1";
+      seen.tma += on;
+      EXPECT_EQ(on, absl::StrContains(s.label, " tma")) << s.label;
+      for (int m = 0; m < 3; ++m) {
+        EXPECT_EQ(l->tile[m].box_bytes > 0, on && m < std::stoi(defines["JLLM_NM"])) << s.label << " member " << m;
+      }
+      if (absl::StrContains(s.label, "+swiglu")) {
+        for (int m = 0; m < 2; ++m) {
+          const TileBox& t = l->tile[m];
+          seen.gate_up.insert(absl::StrCat(t.row_bytes, "/", t.rows, "/", t.row_stride, "/", t.box_bytes, "/", t.box_rows));
+        }
+        seen.gate_up_smem = s.smem;
+      }
+    }
+    return seen;
+  };
+  const Seen base = lower({});
+  EXPECT_GT(base.gemvs, 0);
+  EXPECT_EQ(base.tma, 0);
+  const Seen tma = lower({{"JLLM_GEMV_TMA", "1"}});
+  EXPECT_EQ(tma.tma, tma.gemvs);
+  // gate and up: 9,728 rows of 10 q4_K blocks (1,440 bytes); pairs: a box of 4 rows × 8 pair
+  // units of 36 bytes.
+  EXPECT_EQ(tma.gate_up, std::set<std::string>{"1440/9728/1440/288/4"});
+  EXPECT_EQ(tma.gate_up_smem, base.gate_up_smem + 128);
+  EXPECT_EQ(lower({{"JLLM_GEMV_TMA", "1"}}, LoweringTarget{kSmemPerBlockSm90, 132, false}).tma, 0);
+  EXPECT_EQ(lower({{"JLLM_GEMV_TMA", "1"}, {"JLLM_GEMV_BULK", "0"}}).tma, 0);
+  EXPECT_EQ(lower({{"JLLM_GEMV_TMA", "1"}, {"JLLM_GEMV_PAIRS", "0"}, {"JLLM_GEMV_R", "1"}}).tma, 0);
+  EXPECT_EQ(lower({{"JLLM_GEMV_TMA", "1"}, {"JLLM_GEMV_PAIRS", "0"}}).tma, tma.gemvs);  // R 2: 1,152-byte boxes
+}
+
 // A kernel nothing can shrink enough is refused by the lowering, naming it and the GPU's limit.
 TEST(Lowering, KernelBeyondTheTargetsSharedMemoryIsRefusedByName) {
   auto g = testing::PresetGraph("4b");

@@ -7,6 +7,9 @@
 #include <string_view>
 #include <thread>
 
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -50,6 +53,7 @@ absl::StatusOr<std::unique_ptr<CudartDevice>> CudartDevice::Open(int ordinal, Cu
   }
   const char* pdl = std::getenv("JLLM_PDL");
   d->props_.pdl = prop.major >= 9 && !(pdl != nullptr && std::string_view(pdl) == "0");
+  d->props_.tensor_copies = prop.major >= 9;
   d->carveout_ = SharedCarveoutSwitch();
   JLLM_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&d->stream_, cudaStreamNonBlocking), "creating a stream");
   JLLM_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&d->sync_event_, cudaEventDisableTiming),
@@ -187,6 +191,37 @@ absl::StatusOr<int> CudartDevice::MaxActiveBlocksPerSm(KernelHandle k, int threa
                                 &n, reinterpret_cast<const void*>(kernels_[k].kernel), threads, dynamic_smem),
                             absl::StrCat("occupancy of ", kernels_[k].label));
   return n;
+}
+
+absl::Status CudartDevice::EncodeTileMap(const TileBox& box, TileMap* out) {
+  static_assert(sizeof(CUtensorMap) == sizeof(TileMap) && alignof(CUtensorMap) <= alignof(TileMap),
+                "kernel_args.h's TileMap holds a CUtensorMap");
+  if (encode_tiled_ == nullptr) {
+    cudaDriverEntryPointQueryResult found{};
+    JLLM_CUDA_RETURN_IF_ERROR(
+        cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &encode_tiled_, 12000, cudaEnableDefault, &found),
+        "looking up the driver's cuTensorMapEncodeTiled");
+    if (found != cudaDriverEntryPointSuccess || encode_tiled_ == nullptr) {
+      encode_tiled_ = nullptr;
+      return absl::UnimplementedError("the driver has no cuTensorMapEncodeTiled (a CUDA 12 driver or newer has)");
+    }
+  }
+  // A matrix of 8-byte elements: row_bytes / 8 a row, `rows` rows row_stride bytes apart; boxes
+  // of box_bytes / 8 × box_rows, dense in shared memory, zeros out of bounds.
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(box.row_bytes / 8), static_cast<cuuint64_t>(box.rows)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(box.row_stride)};
+  const cuuint32_t boxes[2] = {static_cast<cuuint32_t>(box.box_bytes / 8), static_cast<cuuint32_t>(box.box_rows)};
+  const cuuint32_t steps[2] = {1, 1};
+  const CUresult r = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(encode_tiled_)(
+      reinterpret_cast<CUtensorMap*>(out), CU_TENSOR_MAP_DATA_TYPE_UINT64, 2, const_cast<void*>(box.base), dims,
+      strides, boxes, steps, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "cuTensorMapEncodeTiled failed (CUresult %d) for %lld rows of %lld bytes, stride %lld, boxes of %d x %d",
+        static_cast<int>(r), box.rows, box.row_bytes, box.row_stride, box.box_bytes, box.box_rows));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status CudartDevice::Launch(KernelHandle k, Dim3 grid, Dim3 block, size_t dynamic_smem,

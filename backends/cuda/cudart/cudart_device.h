@@ -36,6 +36,7 @@ class CudartDevice : public DeviceApi {
   absl::Status Prepare(absl::Span<const KernelSpec> specs) override;
   absl::StatusOr<KernelHandle> LoadKernel(const KernelSpec& spec, std::string_view cubin) override;
   absl::StatusOr<int> MaxActiveBlocksPerSm(KernelHandle k, int threads, size_t dynamic_smem) override;
+  absl::Status EncodeTileMap(const TileBox& box, TileMap* out) override;
   absl::Status Launch(KernelHandle k, Dim3 grid, Dim3 block, size_t dynamic_smem, const void* args,
                       size_t args_bytes) override;
   void SetTraceBuffer(uint64_t* trace) override { trace_ = trace; }
@@ -60,6 +61,7 @@ class CudartDevice : public DeviceApi {
     std::string label;
   };
   int ordinal_;
+  void* encode_tiled_ = nullptr;  // the driver's cuTensorMapEncodeTiled, looked up on first use
   int carveout_ = -1;  // JLLM_SMEM_CARVEOUT: every kernel's preferred shared-memory percent, or -1
   CubinCache cache_;
   DeviceProperties props_;

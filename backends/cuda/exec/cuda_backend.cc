@@ -97,6 +97,7 @@ class CudaBackend : public Backend {
     LoweringTarget t;
     if (const int64_t smem = device_->properties().shared_per_block_optin; smem > 0) t.smem_per_block = smem;
     if (const int sms = device_->properties().sm_count; sms > 0) t.sms = sms;
+    t.tensor_copies = device_->properties().tensor_copies;
     return t;
   }
 

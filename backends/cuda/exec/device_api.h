@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "backends/cuda/kernels/kernel_args.h"
 #include "backends/cuda/lowering/kernel_spec.h"
 
 namespace jllm::cuda {
@@ -35,6 +36,8 @@ struct DeviceProperties {
   // Kernels launch with programmatic dependent launch (sm_90 and newer unless JLLM_PDL=0): each
   // may start while its predecessor finishes (kernels/jllm_common.cuh, JLLM_GRID_WAIT).
   bool pdl = false;
+  // The copy engine takes tensor maps (sm_90 and newer; EncodeTileMap).
+  bool tensor_copies = false;
 };
 
 // "NVIDIA H200 (sm_90, 132 SMs)": what a tuning table names as the GPU it was measured on.
@@ -73,6 +76,11 @@ class DeviceApi {
   virtual absl::StatusOr<KernelHandle> LoadKernel(const KernelSpec& spec, std::string_view cubin) = 0;
   // CTAs per SM the kernel can run with `threads` and `dynamic_smem` (persistent grids).
   virtual absl::StatusOr<int> MaxActiveBlocksPerSm(KernelHandle k, int threads, size_t dynamic_smem) = 0;
+  // The copy engine's descriptor of `box` (kernel_args.h), written into a kernel's arguments: a
+  // device without tensor-map copies says so (the lowering asks only for sm_90 and newer).
+  virtual absl::Status EncodeTileMap(const TileBox& /*box*/, TileMap* /*out*/) {
+    return absl::UnimplementedError("this device has no tensor-map copies (JLLM_GEMV_TMA needs sm_90 or newer)");
+  }
   // `args` points at the kernel's argument struct (kernels/kernel_args.h), args_bytes its size.
   virtual absl::Status Launch(KernelHandle k, Dim3 grid, Dim3 block, size_t dynamic_smem,
                               const void* args, size_t args_bytes) = 0;

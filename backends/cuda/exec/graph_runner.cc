@@ -363,7 +363,8 @@ std::vector<GraphRunner::Planned> GraphRunner::StepLaunches(int64_t n, bool samp
 absl::Status GraphRunner::Run(const Planned& p, int64_t n) {
   const KernelSpec& spec = lowered_.specs[p.launch->spec];
   ASSIGN_OR_RETURN(std::vector<uint8_t> args,
-                   BindArgs(graph_, plan_, buffers_, p.node, *p.launch, p.phase, n));
+                   BindArgs(graph_, plan_, buffers_, p.node, *p.launch, p.phase, n,
+                            [this](const TileBox& box, TileMap* out) { return device_.EncodeTileMap(box, out); }));
   const unsigned grid_x = spec.persistent ? persistent_grid_[p.launch->spec] : static_cast<unsigned>(spec.GridX(n));
   const Dim3 grid{grid_x, static_cast<unsigned>(spec.GridY(n)), 1};
   const Dim3 block{static_cast<unsigned>(spec.threads), 1, 1};

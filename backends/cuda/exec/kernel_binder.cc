@@ -117,7 +117,8 @@ absl::Status BindFusedHead(const Resolver& r, const Launch& l, const Operand& q_
 
 absl::StatusOr<std::vector<uint8_t>> BindArgs(const ir::Graph& graph, const MemoryPlan& plan,
                                               const DeviceBuffers& b, int node, const Launch& l,
-                                              Phase phase, int64_t n_tokens) {
+                                              Phase phase, int64_t n_tokens,
+                                              const TileMapEncoder& encode_tile_map) {
   const Resolver r(graph, plan, b, node, phase, n_tokens);
   const int n = static_cast<int>(n_tokens);
   switch (l.kind) {
@@ -143,6 +144,16 @@ absl::StatusOr<std::vector<uint8_t>> BindArgs(const ir::Graph& graph, const Memo
         ASSIGN_OR_RETURN(a.yq, As<float>(r, l.ops[slot::kGemvHeadYq]));
         ASSIGN_OR_RETURN(a.pos, As<const int>(r, l.ops[slot::kGemvHeadPos]));
         a.max_ctx = static_cast<int>(b.max_context);
+      }
+      for (int m = 0; m < 3; ++m) {  // JLLM_TMA: each matrix's boxes, encoded by the device
+        if (l.tile[m].box_bytes == 0) continue;
+        TileBox box = l.tile[m];
+        box.base = a.w[m];
+        absl::Status st = encode_tile_map(box, &a.tmap[m]);
+        if (!st.ok()) {
+          return absl::Status(st.code(), absl::StrCat("the tile map of GEMV weight ", m, " (node ", node, "): ",
+                                                      st.message(), "; JLLM_GEMV_TMA=0 reads without one"));
+        }
       }
       return Bytes(a);
     }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -42,9 +43,13 @@ struct DeviceBuffers {
 
 enum class Phase { kDecode, kPrefill, kPrefillAllRows };
 
+// Encodes a tile map (DeviceApi::EncodeTileMap) for a launch that reads its weights through one.
+using TileMapEncoder = std::function<absl::Status(const TileBox&, TileMap*)>;
+
 // The bytes of the argument struct for `launch` of node `node` (-1 for the sampler).
 absl::StatusOr<std::vector<uint8_t>> BindArgs(const ir::Graph& graph, const MemoryPlan& plan,
                                               const DeviceBuffers& buffers, int node,
-                                              const Launch& launch, Phase phase, int64_t n_tokens);
+                                              const Launch& launch, Phase phase, int64_t n_tokens,
+                                              const TileMapEncoder& encode_tile_map);
 
 }  // namespace jllm::cuda

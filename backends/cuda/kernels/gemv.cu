@@ -27,7 +27,9 @@
 // JLLM_XPLANES (0: f32 x; 1: int8 x, 2: int16 x for the types with a quantized-x dot,
 // weight_types.cuh), JLLM_NORM, JLLM_RESIDUAL, JLLM_SWIGLU, JLLM_RING (0: the steps ahead in
 // registers, DEPTH of them; n >= 2: in a shared-memory ring of n slots per warp), JLLM_BULK (1: the
-// ring is filled by bulk copies on sm_90; 0: by 16-byte cp.async everywhere), JLLM_CHUNK (RING > 0:
+// ring is filled by bulk copies on sm_90; 0: by 16-byte cp.async everywhere), JLLM_TMA (1, with bulk
+// copies: one tensor-map copy a matrix a slot — args.tmap, kernel_args.h TileBox — by lane 0,
+// instead of a copy a row), JLLM_CHUNK (RING > 0:
 // a slot holds up to CHUNK consecutive unit steps of one item, each row's bytes of them one copy —
 // CHUNK times fewer copies, arms and waits a byte; 1: a step a slot), JLLM_SPREAD (0: a CTA's items
 // go to its warps round-robin; 1: each warp takes an equal contiguous range of the CTA's unit
@@ -91,6 +93,12 @@ constexpr int kEarlySlots = JLLM_EARLY_SLOTS;
 static_assert(kEarlySlots >= 0 && (kRing == 0 || kEarlySlots <= kRing - 1), "early ring chunks: 0..RING - 1");
 // The ring is filled by bulk copies where the GPU has them (JLLM_BULK 1, sm_90), else cp.async.
 constexpr bool kBulk = kRing > 0 && JLLM_BULK && JLLM_HAS_BULK_COPY;
+#ifndef JLLM_TMA
+#define JLLM_TMA 0
+#endif
+// Bulk copies through each matrix's tensor map (args.tmap): lane 0 copies a chunk's box of the
+// item's rows in one instruction a matrix, instead of a copy a row issued lane by lane.
+constexpr bool kTma = kBulk && JLLM_TMA;
 
 #ifndef JLLM_T1
 #define JLLM_T1 JLLM_T0
@@ -651,6 +659,8 @@ __device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int sp
   constexpr int kRowArea = kChunk * kStep;  // a row's bytes in a ring slot: CHUNK steps
   static_assert(kStep % 32 == 0 && kMembersPerItem * kItemRows * kRowArea <= kStageBytes, "a chunk fits a ring slot");
   static_assert(kMembersPerItem * kItemRows <= 32, "a lane issues each row's copy of a step");
+  static_assert(!kTma || geo::GemvTileCopiesFit(kStageBytes, kItemRows * kStep, kStep, kChunk),
+                "tensor-map boxes land 128-byte aligned (the lowering turns JLLM_TMA off where they cannot)");
 
   const int lane = threadIdx.x & 31;
   const int lu = lane % kLpr, lr = lane / kLpr;  // the lane's unit of a step, its first row
@@ -833,7 +843,22 @@ __device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int sp
         const int g = ring_base + q_issue;
         jllm_u8* slot = ring + (g % kRingSlots) * kStageBytes;
         const jllm_i64 col = static_cast<jllm_i64>(u0 + kLpr * s) * kUnitBytes;  // the chunk's first byte in a row
-        if constexpr (kBulk) {
+        if constexpr (kTma) {
+#if JLLM_HAS_BULK_COPY
+          // The box is the whole step of every row (zeros past the matrix; a split's short last
+          // step reads on into the next split's bytes, which no lane uses): all of it counts.
+          if (lane == 0) {
+            jllm_u64* bar = bars + g % kRingSlots;
+            jllm_mbar_arrive_expect(bar, units > 0 ? static_cast<jllm_u32>(kMembersPerItem * kItemRows * kStep) : 0u);
+            if (units > 0) {
+#pragma unroll
+              for (int j = 0; j < kMembersPerItem; ++j) {
+                jllm_tile_copy(slot + j * kItemRows * kRowArea, &args.tmap[kM + j], static_cast<int>(col / 8), row0, bar);
+              }
+            }
+          }
+#endif
+        } else if constexpr (kBulk) {
 #if JLLM_HAS_BULK_COPY
           jllm_u64* bar = bars + g % kRingSlots;
           if (lane == 0) {
@@ -944,6 +969,9 @@ JLLM_KERNEL(gemv, jllm::cuda::GemvArgs, kThreads, JLLM_MINB) {
   const int warp = threadIdx.x >> 5;
   const int s_lo = cta.begin / kRowGroups, s_hi = (cta.end - 1) / kRowGroups;
   jllm_u8* ring_area = reinterpret_cast<jllm_u8*>(xs + kSlots * kSlotFloat4);
+#if JLLM_HAS_BULK_COPY
+  if constexpr (kTma) ring_area = jllm_smem_align_up(ring_area, geo::kGemvTileAlign);  // (the lowering's slack)
+#endif
   jllm_u8* ring = ring_area + warp * kRing * kStageBytes;
   jllm_u64* bars = reinterpret_cast<jllm_u64*>(ring_area + kNw * kRing * kStageBytes) + warp * kRing;
   int ring_base = 0;  // the warp's ring chunks so far

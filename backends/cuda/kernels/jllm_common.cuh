@@ -7,6 +7,8 @@
 // kernel never writes inline asm or `extern __shared__` itself but goes through this file.
 #pragma once
 
+#include "kernel_args.h"  // (TileMap: the emulation reads its own encoding)
+
 #if defined(JLLM_EMULATE)
 #include <atomic>
 #include <cmath>
@@ -21,7 +23,8 @@ typedef int jllm_i32;
 typedef unsigned long long jllm_u64;
 typedef long long jllm_i64;
 
-// A kernel takes one argument struct by value (shared with the host in *_args.h). With
+// A kernel takes one argument struct by value (shared with the host in *_args.h), read in place
+// (__grid_constant__: a tensor map in it is addressed where the launch put it). With
 // JLLM_TRACE=<tag> (a measuring aid; the record's layout in kernel_trace.h) it also takes the
 // step's trace buffer, and its body runs between a record of the CTA's entry and of its end; the
 // grid wait, JLLM_TRACE_MARK() and JLLM_TRACE_STREAMED() stamp the same record.
@@ -47,7 +50,7 @@ typedef long long jllm_i64;
 #elif JLLM_TRACING
 #define JLLM_KERNEL(name, Args, max_threads, min_blocks)                                          \
   __device__ __forceinline__ void name##_body(const Args args);                                   \
-  extern "C" __global__ void __launch_bounds__(max_threads, min_blocks) name(const Args args, jllm_u64* trace) { \
+  extern "C" __global__ void __launch_bounds__(max_threads, min_blocks) name(const __grid_constant__ Args args, jllm_u64* trace) { \
     jllm_trace_enter(trace);                                                                      \
     name##_body(args);                                                                            \
     jllm_trace_exit();                                                                            \
@@ -55,7 +58,7 @@ typedef long long jllm_i64;
   __device__ __forceinline__ void name##_body(const Args args)
 #else
 #define JLLM_KERNEL(name, Args, max_threads, min_blocks) \
-  extern "C" __global__ void __launch_bounds__(max_threads, min_blocks) name(const Args args)
+  extern "C" __global__ void __launch_bounds__(max_threads, min_blocks) name(const __grid_constant__ Args args)
 #endif
 
 // The launch's dynamic shared memory, as an array of T (16-byte aligned).
@@ -389,6 +392,53 @@ __device__ __forceinline__ void jllm_bulk_copy(void* smem_dst, const void* gmem_
                    jllm_smem_u32(smem_dst)),
                "l"(gmem_src), "r"(bytes), "r"(jllm_smem_u32(bar))
                : "memory");
+#endif
+}
+
+// The box of `map` (kernel_args.h, TileMap) whose first byte is byte 8·x0 of row y0, into shared
+// memory at smem_dst (128-byte aligned, box_bytes × box_rows dense), completing `bar` with the
+// whole box's bytes (its zeros past the matrix included). One thread issues it: the coordinates
+// are uniform, so it is one instruction instead of a copy a row.
+__device__ __forceinline__ void jllm_tile_copy(void* smem_dst, const void* map, int x0, int y0, jllm_u64* bar) {
+#if defined(JLLM_EMULATE)
+  const jllm::cuda::EmuTileMap* m = static_cast<const jllm::cuda::EmuTileMap*>(map);
+  if (m->magic != jllm::cuda::kEmuTileMapMagic) {
+    std::fprintf(stderr, "emulated kernel: tile copy through a tensor map that was never encoded\n");
+    std::abort();
+  }
+  emu_check_aligned(smem_dst, 128);
+  const jllm::cuda::TileBox& b = m->box;
+  const long long x = 8ll * x0;
+  if (x < 0 || y0 < 0 || x % 16 != 0) {
+    std::fprintf(stderr, "emulated kernel: tile copy at byte %lld of row %d\n", x, y0);
+    std::abort();
+  }
+  for (int r = 0; r < b.box_rows; ++r) {
+    jllm_u8* dst = static_cast<jllm_u8*>(smem_dst) + static_cast<long long>(r) * b.box_bytes;
+    const long long row = y0 + r;
+    const long long n = row < b.rows ? (b.row_bytes - x < b.box_bytes ? b.row_bytes - x : b.box_bytes) : 0;
+    const long long live = n > 0 ? n : 0;
+    if (live > 0) std::memcpy(dst, static_cast<const jllm_u8*>(b.base) + row * b.row_stride + x, live);
+    std::memset(dst + live, 0, b.box_bytes - live);
+  }
+  (void)bar;
+#else
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::
+          "r"(jllm_smem_u32(smem_dst)),
+      "l"(map), "r"(x0), "r"(y0), "r"(jllm_smem_u32(bar))
+      : "memory");
+#endif
+}
+
+// p rounded up to a multiple of `a` bytes in the shared-memory window (the dynamic array's base
+// is only 16-byte aligned).
+__device__ __forceinline__ jllm_u8* jllm_smem_align_up(jllm_u8* p, jllm_u32 a) {
+#if defined(JLLM_EMULATE)
+  const jllm_u64 v = reinterpret_cast<jllm_u64>(p);
+  return p + (a - v % a) % a;
+#else
+  return p + (a - jllm_smem_u32(p) % a) % a;
 #endif
 }
 

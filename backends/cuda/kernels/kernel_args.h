@@ -36,6 +36,31 @@ struct FusedHeadArgs {
   float rope_scale;  // freq_scale
 };
 
+// A 2-D tiled view of a weight matrix for the copy engine (sm_90 tensor-map copies, gemv.cu's
+// JLLM_TMA): rows of `row_bytes` body bytes (16-byte multiples), `row_stride` bytes apart, read
+// in boxes of `box_bytes` × `box_rows`; a box's bytes past a row's body or past the last row
+// land as zeros. The lowering gives the geometry, the binder the base.
+struct TileBox {
+  const void* base;
+  long long row_bytes;
+  long long rows;
+  long long row_stride;
+  int box_bytes;
+  int box_rows;
+};
+// The encoded descriptor (DeviceApi::EncodeTileMap): the driver's opaque CUtensorMap on a GPU
+// (128 bytes, 128-byte aligned as cuda.h declares it, read by the copy engine from the kernel's
+// parameters), or, in the CPU emulation, an EmuTileMap.
+struct alignas(128) TileMap {
+  unsigned long long words[16];
+};
+inline constexpr unsigned long long kEmuTileMapMagic = 0x4a4c4c4d54494c45ull;  // "JLLMTILE"
+struct EmuTileMap {
+  unsigned long long magic;  // kEmuTileMapMagic: a map the emulation encoded (an unset one aborts)
+  TileBox box;
+};
+static_assert(sizeof(EmuTileMap) <= sizeof(TileMap), "the emulation's map fits the descriptor");
+
 // y_m = W_m · x for up to three matrices sharing x (one token), with the fusions of ir's
 // MatMulAttrs: RMSNorm of x first (gamma), + residual, or silu(y_0)·y_1 into y[0].
 struct GemvArgs {
@@ -53,6 +78,7 @@ struct GemvArgs {
   float* yq;
   const int* pos;
   int max_ctx;
+  TileMap tmap[3];  // TMA: member m's tile map (the ring's boxes of w[m]); else unset
 };
 
 // y = W · x for T tokens (x [T, K], y [T, N]), + residual [T, N].

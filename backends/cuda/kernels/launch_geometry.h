@@ -55,6 +55,15 @@ constexpr int GemvStageBytes(int type, int pairs, int rows, int matrices, int ch
 }
 // Behind the slots, one 8-byte mbarrier per slot (used by the bulk copies).
 constexpr int GemvRingBytes(int stage_bytes, int ring, int warps) { return (stage_bytes + 8) * ring * warps; }
+// Tensor-map copies (JLLM_TMA: one copy a matrix a slot, a box of the item's rows × one step)
+// land at 128-byte aligned addresses: the ring starts on one (the slack below) and each box
+// must, so a slot (`stage_bytes`) and a matrix's box (`box_bytes`: item rows × step) are whole
+// multiples of it; a box row is at most 256 eight-byte elements. Chunks of one step only.
+inline constexpr int kGemvTileAlign = 128;
+constexpr bool GemvTileCopiesFit(int stage_bytes, int box_bytes, int step_bytes, int chunk) {
+  return chunk == 1 && stage_bytes % kGemvTileAlign == 0 && box_bytes % kGemvTileAlign == 0 &&
+         step_bytes % 16 == 0 && step_bytes / 8 <= 256;
+}
 // What the lowering leaves of a CTA's shared memory for the static arrays of the kernels it sizes
 // the dynamic part of (the GEMV's Σx² and cut-item heads, the GEMMs'): they take less (ptxas,
 // Nvrtc.EveryKernelFitsTheSharedMemoryOfItsTarget; gemv.cu static_asserts its own).

@@ -44,7 +44,7 @@ static_assert(static_cast<int>(ir::KvDType::kF16) == 0 && static_cast<int>(ir::K
 // overridden for A/B measurements by an environment variable read wherever the graph is lowered
 // (the CUDA backend at load; jllm-compile for --arch CUBINs, which match only the same values):
 // JLLM_GEMV_R, JLLM_GEMV_NW, JLLM_GEMV_DEPTH, JLLM_GEMV_MINB, JLLM_GEMV_ITEMS, JLLM_GEMV_KSPLIT,
-// JLLM_GEMV_X (lowering.h), JLLM_GEMV_RING (0 = registers), JLLM_GEMV_CHUNK, JLLM_GEMV_EARLY_SLOTS, JLLM_GEMV_BULK,
+// JLLM_GEMV_X (lowering.h), JLLM_GEMV_RING (0 = registers), JLLM_GEMV_CHUNK, JLLM_GEMV_EARLY_SLOTS, JLLM_GEMV_BULK, JLLM_GEMV_TMA,
 // JLLM_GEMV_SPREAD, JLLM_GEMV_LATE_NORM, JLLM_GEMV_LAZY_SCALE, JLLM_GEMV_PAIRS, JLLM_GEMV_PAIRS_MIN_MIB;
 // JLLM_GEMM_MMA, JLLM_PREFETCH (lowering.h), JLLM_GEMM_BN, JLLM_GEMM_BM, JLLM_GEMM_XSPLIT,
 // JLLM_GEMM_MINB, JLLM_GEMM_PAIR; JLLM_ATTN_SPLITS, JLLM_ATTN_MINCHUNK, JLLM_ATTN_NW, JLLM_ATTN_RING (decode
@@ -74,6 +74,10 @@ constexpr int kGemvActivationPlanes = 2;  // int16 x (GemvActivationPlanes, lowe
 constexpr int kGemvLazyScale = 0;  // the RMS scale before the first dot (JLLM_GEMV_LAZY_SCALE=1: at the first result)
 constexpr int kGemvRing = 3;    // slots of a shared-memory ring per warp (0: steps ahead in registers)
 constexpr int kGemvBulk = 1;    // the ring filled by bulk copies on sm_90 (0: cp.async everywhere)
+// The ring's bulk copies through each matrix's tensor map, one copy a matrix a slot from one
+// lane (1), or a copy a row issued lane by lane (0, the default until measured; JLLM_GEMV_TMA,
+// docs/PERF.md "One copy a matrix a slot").
+constexpr int kGemvTma = 0;
 // Unit steps a ring slot holds, each row's bytes of them one copy (gemv.cu, JLLM_CHUNK): 1 until
 // measured (stop 25 built it without a GPU; docs/PERF.md, "Fewer, larger bulk copies").
 constexpr int kGemvChunk = 1;
@@ -461,7 +465,17 @@ class Lowerer {
     if (ring > 0) {
       defs.push_back(D("JLLM_EARLY_SLOTS", std::min<int64_t>(knob("early_slots", ring - 1), ring - 1)));
     }
-    defs.push_back(D("JLLM_BULK", knob("bulk", kGemvBulk) != 0));
+    const bool bulk = knob("bulk", kGemvBulk) != 0;
+    defs.push_back(D("JLLM_BULK", bulk));
+    // Tensor-map copies where the target has them and every member's boxes land aligned
+    // (launch_geometry.h, GemvTileCopiesFit), with the ring's alignment slack.
+    bool tma = knob("tma", kGemvTma) != 0 && ring > 0 && bulk && target_.tensor_copies &&
+               Fits(gemv_smem(ring, chunk) + geo::kGemvTileAlign);
+    for (size_t m = 0; m < members.size() && tma; ++m) {
+      const int type = static_cast<int>(W(members[m]).type), step = geo::GemvStepBytes(type, pairs);
+      tma = geo::GemvTileCopiesFit(stage_bytes * chunk, geo::GemvItemRows(type, pairs, r) * step, step, chunk);
+    }
+    defs.push_back(D("JLLM_TMA", tma));
     defs.push_back(D("JLLM_SPREAD", knob("spread", kGemvSpread) != 0));
     defs.push_back(
         D("JLLM_LATE_NORM", knob("late_norm", kGemvLateNorm) != 0));
@@ -484,7 +498,8 @@ class Lowerer {
                         absl::StrCat("gemv ", key, ksplit > 1 ? absl::StrCat(" split", ksplit) : "",
                                      x_planes == 1 ? " x:i8" : x_planes == 2 ? " x:i16" : "",
                                      ring > 0 ? absl::StrCat(" ring", ring) : "",
-                                     chunk > 1 ? absl::StrCat(" chunk", chunk) : "", any_pairs ? " pairs" : "",
+                                     chunk > 1 ? absl::StrCat(" chunk", chunk) : "", tma ? " tma" : "",
+                                     any_pairs ? " pairs" : "",
                                      ha != nullptr ? " +head_ops" : ""),
                         defs, 32 * nw);
     s.grid_x = row_groups * ksplit;  // at most one CTA an item
@@ -499,7 +514,7 @@ class Lowerer {
     // JLLM_GEMV_PER_SM=N: at most N CTAs an SM, the same kind of room on every SM (with NW 16 and
     // MINB 2, one CTA of 16 warps in half the registers: the next GEMV's CTA starts beside it).
     s.max_per_sm = knob("per_sm", 0);
-    s.smem = gemv_smem(ring, chunk);
+    s.smem = gemv_smem(ring, chunk) + (tma ? geo::kGemvTileAlign : 0);
     s.weight_bytes = weight_bytes;
     const int64_t out_rows = swiglu ? W(members[0]).dim(1) : total_rows;
     s.bytes_per_token = (k + out_rows + (residual.present() ? out_rows : 0)) * 4;
@@ -518,6 +533,12 @@ class Lowerer {
     l.ops[slot::kGemvResidual] = residual;
     for (size_t m = 0; m < members.size(); ++m) l.ops[slot::kGemvW0 + m] = Operand::Weight(members[m]);
     for (size_t m = 0; m < ys.size(); ++m) l.ops[slot::kGemvY0 + m] = ys[m];
+    for (size_t m = 0; m < members.size() && tma; ++m) {
+      const ir::WeightRef& w = W(members[m]);
+      const int type = static_cast<int>(w.type), step = geo::GemvStepBytes(type, pairs);
+      l.tile[m] = TileBox{nullptr, layout::TailOffset(type, k), w.dim(1), layout::RowStride(type, k), step,
+                          geo::GemvItemRows(type, pairs, r)};
+    }
     l.p0 = eps;
     if (ksplit > 1) {
       l.workspace_floats = ksplit * total_rows;

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "backends/cuda/kernels/kernel_args.h"
 #include "backends/cuda/lowering/kernel_spec.h"
 #include "backends/cuda/lowering/lowering_target.h"
 #include "backends/cuda/lowering/tuning.h"
@@ -90,6 +91,9 @@ struct Launch {
   int64_t prefetch_bytes[2] = {0, 0};
   // gemv: its shape in a tuning table (tuning.h, GemvShapeKey); empty for other kinds.
   std::string tune_key;
+  // gemv with JLLM_TMA: member m's tile geometry (box_bytes 0: none); the binder adds the base
+  // and has the device encode it into the kernel's arguments.
+  TileBox tile[3] = {};
 };
 
 struct NodeLowering {

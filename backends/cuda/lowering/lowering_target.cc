@@ -16,13 +16,13 @@ LoweringTarget TargetForArch(std::string_view arch) {
     case 90:
     case 100:
     case 103:
-      return {kSmemPerBlockSm90, kSmsH200};
+      return {kSmemPerBlockSm90, kSmsH200, true};
     case 80:
-      return {kSmemPerBlockSm80, kSmsA100};
+      return {kSmemPerBlockSm80, kSmsA100, false};
     case 87:
-      return {kSmemPerBlockSm80, kSmsOrinNano};
+      return {kSmemPerBlockSm80, kSmsOrinNano, false};
     default:
-      return {kSmemPerBlockSm86, kSmsH200};
+      return {kSmemPerBlockSm86, kSmsH200, false};
   }
 }
 

@@ -25,6 +25,7 @@ inline constexpr int kSmsOrinNano = 8;    // sm_87: the Jetson Orin Nano (and NX
 struct LoweringTarget {
   int64_t smem_per_block = kSmemPerBlockSm90;
   int sms = kSmsH200;
+  bool tensor_copies = true;  // the copy engine takes tensor maps (sm_90 on: the GEMV's JLLM_TMA)
 };
 
 // The target of an NVRTC architecture name ("sm_86", "sm_90a"; jllm-compile --arch): its compute

@@ -53,6 +53,7 @@ const std::vector<GemvKnob>& GemvKnobs() {
        "ring chunks a warp issues before the grid wait, the rest after its loads of x (ring > 0; at most ring - 1)"},
       {"depth", "JLLM_GEMV_DEPTH", 1, 8, -1, "steps ahead in registers (ring 0)"},
       {"bulk", "JLLM_GEMV_BULK", 0, 1, -1, "ring filled by bulk copies (sm_90) or cp.async"},
+      {"tma", "JLLM_GEMV_TMA", 0, 1, -1, "bulk copies through a tensor map, one a matrix a slot (sm_90)"},
       {"spread", "JLLM_GEMV_SPREAD", 0, 1, -1, "warps take equal step ranges (1) or whole items"},
       {"late_norm", "JLLM_GEMV_LATE_NORM", 0, 1, -1, "the RMS scale applied to the results"},
       {"gamma_early", "JLLM_GEMV_GAMMA_EARLY", 0, 1, -1, "the norm's gamma loaded before the grid wait"},

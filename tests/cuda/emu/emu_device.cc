@@ -50,6 +50,7 @@ EmuDevice::EmuDevice(EmuOptions options) : options_(std::move(options)) {
   props_.total_bytes = options_.memory_bytes;
   props_.shared_per_block_optin = options_.shared_per_block_optin;
   props_.l2_bytes = 0;
+  props_.tensor_copies = true;  // (jllm_common.cuh emulates the bulk and tensor-map copies)
   if (options_.cache_dir.empty()) options_.cache_dir = DefaultCacheDir();
 }
 
@@ -211,6 +212,23 @@ absl::Status EmuDevice::Run(const Recorded& r) {
   if (k.launch(k.entry, r.grid.x, r.grid.y, r.grid.z, r.block.x, r.smem, r.args.data(), r.trace) != 0) {
     return absl::InvalidArgumentError(absl::StrCat("emu: ", k.label, ": bad block of ", r.block.x, " threads"));
   }
+  return absl::OkStatus();
+}
+
+// The driver's limits for a 2-D map of 8-byte elements (cuTensorMapEncodeTiled), checked here so
+// that a geometry the GPU would refuse fails on the CPU too; then the emulation's own encoding.
+absl::Status EmuDevice::EncodeTileMap(const TileBox& box, TileMap* out) {
+  const auto base = reinterpret_cast<uintptr_t>(box.base);
+  if (base % 16 != 0 || box.row_bytes <= 0 || box.row_bytes % 8 != 0 || box.rows <= 0 || box.row_stride % 16 != 0 ||
+      box.row_stride < box.row_bytes || box.box_bytes <= 0 || box.box_bytes % 16 != 0 || box.box_bytes / 8 > 256 ||
+      box.box_rows <= 0 || box.box_rows > 256) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("emulated cuTensorMapEncodeTiled: %lld rows of %lld bytes, stride %lld, boxes of %d x %d at %p",
+                        box.rows, box.row_bytes, box.row_stride, box.box_bytes, box.box_rows, box.base));
+  }
+  *out = TileMap{};
+  EmuTileMap m{kEmuTileMapMagic, box};
+  std::memcpy(out, &m, sizeof(m));
   return absl::OkStatus();
 }
 

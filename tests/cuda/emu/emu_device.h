@@ -45,6 +45,7 @@ class EmuDevice : public DeviceApi {
   absl::Status Fill(void* dst, uint8_t value, size_t bytes) override;
   absl::StatusOr<KernelHandle> LoadKernel(const KernelSpec& spec, std::string_view cubin) override;
   absl::StatusOr<int> MaxActiveBlocksPerSm(KernelHandle, int, size_t) override { return 1; }
+  absl::Status EncodeTileMap(const TileBox& box, TileMap* out) override;
   absl::Status Launch(KernelHandle k, Dim3 grid, Dim3 block, size_t dynamic_smem, const void* args,
                       size_t args_bytes) override;
   void SetTraceBuffer(uint64_t* trace) override { trace_ = trace; }
