@@ -70,6 +70,9 @@ struct OpVariant {
 // groups, with every matrix split in two along K (a split's short last step: its box reads on
 // into the next split's bytes), as pairs on two warps, and with the head ops in the QKV tail and
 // no ring chunk before the grid wait.
+// CTA ranges of equal bytes for groups of several types (JLLM_GEMV_WEIGHTED): alone, with every
+// matrix split in three along K as pairs (ranges that start inside a later split), and with the
+// head ops in the QKV tail.
 // Every kernel built for the in-step trace (JLLM_TRACE: the body inside the trace's entry and
 // exit stamps, a second argument) computing what it computes without.
 inline std::vector<OpVariant> CudaKernelVariants() {
@@ -124,6 +127,11 @@ inline std::vector<OpVariant> CudaKernelVariants() {
        VariantCases::kGemvPairs},
       {"tma_head_early_slots0", {{"JLLM_GEMV_TMA", "1"}, {"JLLM_GEMV_HEAD", "1"}, {"JLLM_GEMV_EARLY_SLOTS", "0"}},
        VariantCases::kGemvHead},
+      {"weighted", {{"JLLM_GEMV_WEIGHTED", "1"}}, VariantCases::kGemvGroups},
+      {"weighted_split3_pairs",
+       {{"JLLM_GEMV_WEIGHTED", "1"}, {"JLLM_GEMV_KSPLIT", "3"}, {"JLLM_GEMV_PAIRS", "3"}, {"JLLM_GEMV_PAIRS_MIN_MIB", "0"}},
+       VariantCases::kGemvGroups},
+      {"weighted_head", {{"JLLM_GEMV_WEIGHTED", "1"}, {"JLLM_GEMV_HEAD", "1"}}, VariantCases::kGemvHead},
       {"traced", {{"JLLM_TRACE", "1"}}, VariantCases::kGemvGroups},
       {"gemv_head", {{"JLLM_GEMV_HEAD", "1"}}, VariantCases::kGemvHead},
       {"gemv_head_split2_r3_ring2",

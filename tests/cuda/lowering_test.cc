@@ -1,6 +1,7 @@
 // Lowering decisions that no kernel result shows: which decode launches prefetch which weights,
 // and what becomes of a tuning variable the kernels cannot take.
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <set>
@@ -486,6 +487,71 @@ TEST(Lowering, GemvTensorMapCopiesBySwitch) {
   EXPECT_EQ(lower({{"JLLM_GEMV_TMA", "1"}, {"JLLM_GEMV_BULK", "0"}}).tma, 0);
   EXPECT_EQ(lower({{"JLLM_GEMV_TMA", "1"}, {"JLLM_GEMV_PAIRS", "0"}, {"JLLM_GEMV_R", "1"}}).tma, 0);
   EXPECT_EQ(lower({{"JLLM_GEMV_TMA", "1"}, {"JLLM_GEMV_PAIRS", "0"}}).tma, tma.gemvs);  // R 2: 1,152-byte boxes
+}
+
+// JLLM_GEMV_WEIGHTED: CTA ranges of equal bytes only in the GEMVs whose members differ in type
+// (4b: the QKV triples with a q6_K V), never in gate+up (one item kind) or a single matmul.
+TEST(Lowering, GemvByteWeightedRangesOnlyForMixedTypes) {
+  auto g = testing::PresetGraph("4b");
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto weighted = [&](std::vector<std::pair<std::string, std::string>> vars) {
+    ::jllm::testing::ScopedEnv env(vars);
+    std::set<std::string> seen;  // the labels of the GEMVs with JLLM_WEIGHTED 1
+    auto lg = LowerGraph(*g);
+    EXPECT_TRUE(lg.ok()) << lg.status();
+    if (!lg.ok()) return seen;
+    for (const Launch* l : DecodeLaunches(*lg)) {
+      if (l->kind != LaunchKind::kGemv) continue;
+      const KernelSpec& s = lg->specs[l->spec];
+      std::map<std::string, std::string> defines;
+      for (const auto& [name, value] : s.DefineList()) defines[name] = value;
+      if (defines["JLLM_WEIGHTED"] == "1") seen.insert(s.label);
+    }
+    return seen;
+  };
+  EXPECT_EQ(weighted({}), std::set<std::string>{});
+  EXPECT_EQ(weighted({{"JLLM_GEMV_WEIGHTED", "1"}}),
+            std::set<std::string>{"gemv q4_K+q4_K+q6_K 4096+1024+1024x2560 +norm x:i16 ring3 weighted pairs"});
+}
+
+// launch_geometry.h's byte-weighted CTA ranges (gemv.cu, JLLM_WEIGHTED): contiguous, covering
+// every item once, each CTA's bytes within an item of its share; for 4b's QKV (pairs: 4-row
+// items of 5,760 bytes for q and k, 8,448 for the q6_K v) on 264 CTAs the heaviest CTA carries
+// fewer bytes than with equal item counts.
+TEST(GemvGeometry, ByteWeightedRangesCoverEveryItemWithEqualBytes) {
+  const int64_t q4 = 4 * 1440, q6 = 4 * 2112;
+  ASSERT_EQ(q6, 4 * jllm::cuda::layout::RowStride(jllm::cuda::layout::kQ6_K, 2560));
+  for (const int ksplit : {1, 3}) {
+    const geometry::GemvItemCosts t = {ksplit, 3, {1024, 256, 256}, {q4, q4, q6}};
+    const int items = ksplit * (1024 + 256 + 256);
+    auto cost = [&](int i) { return t.item_cost[(i % 1536) < 1024 ? 0 : (i % 1536) < 1280 ? 1 : 2]; };
+    for (const int G : {1, 7, 132, 264, 5000}) {
+      const int64_t total = geometry::GemvSplitCost(t) * ksplit;
+      int prev = 0;
+      int64_t heaviest = 0;
+      for (int b = 0; b < G; ++b) {
+        const int begin = geometry::GemvItemAtCost(total * b / G, t), end = geometry::GemvItemAtCost(total * (b + 1) / G, t);
+        EXPECT_EQ(begin, prev) << "ksplit " << ksplit << " G " << G << " CTA " << b;
+        EXPECT_LE(begin, end) << "ksplit " << ksplit << " G " << G << " CTA " << b;
+        int64_t bytes = 0;
+        for (int i = begin; i < end; ++i) bytes += cost(i);
+        EXPECT_LE(std::abs(static_cast<double>(bytes) - static_cast<double>(total) / G), static_cast<double>(q6))
+            << "ksplit " << ksplit << " G " << G << " CTA " << b;
+        heaviest = std::max(heaviest, bytes);
+        prev = end;
+      }
+      EXPECT_EQ(prev, items) << "ksplit " << ksplit << " G " << G;
+      if (ksplit == 1 && G == 264) {
+        int64_t equal_items_heaviest = 0;
+        for (int b = 0; b < G; ++b) {
+          int64_t bytes = 0;
+          for (int i = items * b / G; i < items * (b + 1) / G; ++i) bytes += cost(i);
+          equal_items_heaviest = std::max(equal_items_heaviest, bytes);
+        }
+        EXPECT_LT(heaviest, equal_items_heaviest);
+      }
+    }
+  }
 }
 
 // A kernel nothing can shrink enough is refused by the lowering, naming it and the GPU's limit.

@@ -44,7 +44,8 @@
 // went through L2 it comes from HBM, a round trip that otherwise follows the wait beside x's; 0:
 // with x), JLLM_EARLY_SLOTS (RING > 0: the ring chunks a warp issues before the grid wait, at most
 // RING - 1; the rest go out once the warp has issued its loads of x, so that x's round trip does
-// not queue behind the whole first burst), JLLM_PAIRS (a mask, 1 q4_K, 2 q6_K: those members read
+// not queue behind the whole first burst), JLLM_WEIGHTED (1: CTA ranges of equal weight bytes
+// for groups of several member types; 0: of equal item counts), JLLM_PAIRS (a mask, 1 q4_K, 2 q6_K: those members read
 // as unit pairs, 8 lanes a row and 4 rows a warp step, x quantized per pair; launch_geometry.h),
 // JLLM_HEAD (1: the QKV triple's next node, Qwen3's q/k RMSNorm + RoPE + KV append, runs in this
 // kernel's tail — y[0..2] are its raw q, k, v; each item's writer adds its rows to its head's
@@ -214,6 +215,26 @@ static_assert(!kHead || (kNm == 3 && !kSwiglu && !kResidual && kRows[0] % kHeadD
 struct Range {
   int begin, end;  // items [begin, end) of this CTA
 };
+
+// CTA ranges of equal bytes (WEIGHTED, for groups of members of several types: the QKV triple
+// with a q6_K V, whose items are 1.46× a q4_K one) instead of equal item counts: an item's cost
+// is its rows' device bytes, and CTA b takes the items whose first byte lies in its b-th share.
+#ifndef JLLM_WEIGHTED
+#define JLLM_WEIGHTED 0
+#endif
+constexpr bool kWeighted = JLLM_WEIGHTED && kMemberGroups > 1;
+constexpr jllm_i64 ItemCost(int m) { return ItemRows(m) * jllm::cuda::layout::RowStride(kType[m], kK); }
+constexpr geo::GemvItemCosts ItemCosts() {
+  return {kKsplit, kMemberGroups, {RowGroups(0), RowGroups(1), RowGroups(2)}, {ItemCost(0), ItemCost(1), ItemCost(2)}};
+}
+__device__ __forceinline__ Range CtaRange(int b, int G) {
+  if constexpr (kWeighted) {
+    constexpr jllm_i64 kTotal = geo::GemvSplitCost(ItemCosts()) * kKsplit;
+    return {geo::GemvItemAtCost(kTotal * b / G, ItemCosts()), geo::GemvItemAtCost(kTotal * (b + 1) / G, ItemCosts())};
+  }
+  return {static_cast<int>(static_cast<long long>(kItems) * b / G),
+          static_cast<int>(static_cast<long long>(kItems) * (b + 1) / G)};
+}
 
 // Stages x (normed if asked) for the columns of splits [s_lo, s_hi] into every slot.
 template <int kM>
@@ -963,8 +984,7 @@ JLLM_KERNEL(gemv, jllm::cuda::GemvArgs, kThreads, JLLM_MINB) {
   JLLM_DYNAMIC_SMEM(float4, xs);
   __shared__ CtaShared cs;
   const int G = gridDim.x, b = blockIdx.x;
-  const Range cta = {static_cast<int>(static_cast<long long>(kItems) * b / G),
-                     static_cast<int>(static_cast<long long>(kItems) * (b + 1) / G)};
+  const Range cta = CtaRange(b, G);
   if (cta.begin >= cta.end) return;
   const int warp = threadIdx.x >> 5;
   const int s_lo = cta.begin / kRowGroups, s_hi = (cta.end - 1) / kRowGroups;

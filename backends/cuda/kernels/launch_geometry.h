@@ -55,6 +55,37 @@ constexpr int GemvStageBytes(int type, int pairs, int rows, int matrices, int ch
 }
 // Behind the slots, one 8-byte mbarrier per slot (used by the bulk copies).
 constexpr int GemvRingBytes(int stage_bytes, int ring, int warps) { return (stage_bytes + 8) * ring * warps; }
+// Byte-weighted CTA ranges (gemv.cu, JLLM_WEIGHTED). A GEMV's items are listed split-major, then
+// by member group, then by row group; an item of group m costs item_cost[m] bytes. The first
+// item whose cost prefix is at least c (the item count past the end): CTA b of G takes the items
+// from GemvItemAtCost(total · b / G) to GemvItemAtCost(total · (b + 1) / G), total = ksplit ·
+// GemvSplitCost.
+struct GemvItemCosts {
+  int ksplit;
+  int groups;  // member groups (1..3)
+  int row_groups[3];
+  long long item_cost[3];
+};
+constexpr long long GemvSplitCost(const GemvItemCosts& t) {
+  long long c = 0;
+  for (int m = 0; m < t.groups; ++m) c += t.row_groups[m] * t.item_cost[m];
+  return c;
+}
+constexpr int GemvItemAtCost(long long c, const GemvItemCosts& t) {
+  int per_split = 0;
+  for (int m = 0; m < t.groups; ++m) per_split += t.row_groups[m];
+  const long long split_cost = GemvSplitCost(t), split = c / split_cost;
+  if (split >= t.ksplit) return t.ksplit * per_split;
+  long long rem = c - split * split_cost;
+  int item = static_cast<int>(split) * per_split;
+  for (int m = 0; m < t.groups; ++m) {
+    const long long seg = t.row_groups[m] * t.item_cost[m];
+    if (rem < seg) return item + static_cast<int>((rem + t.item_cost[m] - 1) / t.item_cost[m]);
+    rem -= seg;
+    item += t.row_groups[m];
+  }
+  return item;  // (c below the split's end: not reached)
+}
 // Tensor-map copies (JLLM_TMA: one copy a matrix a slot, a box of the item's rows × one step)
 // land at 128-byte aligned addresses: the ring starts on one (the slack below) and each box
 // must, so a slot (`stage_bytes`) and a matrix's box (`box_bytes`: item rows × step) are whole

@@ -44,7 +44,7 @@ static_assert(static_cast<int>(ir::KvDType::kF16) == 0 && static_cast<int>(ir::K
 // overridden for A/B measurements by an environment variable read wherever the graph is lowered
 // (the CUDA backend at load; jllm-compile for --arch CUBINs, which match only the same values):
 // JLLM_GEMV_R, JLLM_GEMV_NW, JLLM_GEMV_DEPTH, JLLM_GEMV_MINB, JLLM_GEMV_ITEMS, JLLM_GEMV_KSPLIT,
-// JLLM_GEMV_X (lowering.h), JLLM_GEMV_RING (0 = registers), JLLM_GEMV_CHUNK, JLLM_GEMV_EARLY_SLOTS, JLLM_GEMV_BULK, JLLM_GEMV_TMA,
+// JLLM_GEMV_X (lowering.h), JLLM_GEMV_RING (0 = registers), JLLM_GEMV_CHUNK, JLLM_GEMV_EARLY_SLOTS, JLLM_GEMV_BULK, JLLM_GEMV_TMA, JLLM_GEMV_WEIGHTED,
 // JLLM_GEMV_SPREAD, JLLM_GEMV_LATE_NORM, JLLM_GEMV_LAZY_SCALE, JLLM_GEMV_PAIRS, JLLM_GEMV_PAIRS_MIN_MIB;
 // JLLM_GEMM_MMA, JLLM_PREFETCH (lowering.h), JLLM_GEMM_BN, JLLM_GEMM_BM, JLLM_GEMM_XSPLIT,
 // JLLM_GEMM_MINB, JLLM_GEMM_PAIR; JLLM_ATTN_SPLITS, JLLM_ATTN_MINCHUNK, JLLM_ATTN_NW, JLLM_ATTN_RING (decode
@@ -82,6 +82,9 @@ constexpr int kGemvTma = 0;
 // measured (stop 25 built it without a GPU; docs/PERF.md, "Fewer, larger bulk copies").
 constexpr int kGemvChunk = 1;
 constexpr int kGemvSpread = 1;  // 1: warps take equal step ranges (0: whole items round-robin)
+// CTA ranges of equal weight bytes where a group's members differ in type (1: the QKV triple with a
+// q6_K V), or of equal item counts (0, the default until measured; JLLM_GEMV_WEIGHTED).
+constexpr int kGemvWeighted = 0;
 // 1 (the default since stop 18: tg128 +8 % on 0.6b, 4b and 14b, docs/PERF.md): a normed GEMV
 // without a K split stages x·gamma while it sums x² and scales its results (one pass over x, one
 // barrier less); 0: the sum of squares first, then x scaled as it is staged.
@@ -477,6 +480,10 @@ class Lowerer {
     }
     defs.push_back(D("JLLM_TMA", tma));
     defs.push_back(D("JLLM_SPREAD", knob("spread", kGemvSpread) != 0));
+    bool mixed = false;  // members of several types, each its own item kind (not gate+up)
+    for (size_t m = 1; m < members.size() && !swiglu; ++m) mixed |= W(members[m]).type != W(members[0]).type;
+    const bool weighted = mixed && knob("weighted", kGemvWeighted) != 0;
+    defs.push_back(D("JLLM_WEIGHTED", weighted));
     defs.push_back(
         D("JLLM_LATE_NORM", knob("late_norm", kGemvLateNorm) != 0));
     defs.push_back(D("JLLM_GAMMA_EARLY", knob("gamma_early", kGemvGammaEarly) != 0));
@@ -499,6 +506,7 @@ class Lowerer {
                                      x_planes == 1 ? " x:i8" : x_planes == 2 ? " x:i16" : "",
                                      ring > 0 ? absl::StrCat(" ring", ring) : "",
                                      chunk > 1 ? absl::StrCat(" chunk", chunk) : "", tma ? " tma" : "",
+                                     weighted ? " weighted" : "",
                                      any_pairs ? " pairs" : "",
                                      ha != nullptr ? " +head_ops" : ""),
                         defs, 32 * nw);
