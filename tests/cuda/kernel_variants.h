@@ -66,10 +66,12 @@ struct OpVariant {
 // The ring's chunks held back until x's loads are out (JLLM_GEMV_EARLY_SLOTS): none before the
 // grid wait, on the bulk ring and for pairs and f32 x (no quantized pass: first thing after the
 // wait); one before it on a cp.async ring of 4 with every matrix split in two along K.
-// The ring filled by tensor-map copies, one a matrix a slot (JLLM_GEMV_TMA): on the matmul
-// groups, with every matrix split in two along K (a split's short last step: its box reads on
-// into the next split's bytes), as pairs on two warps, and with the head ops in the QKV tail and
-// no ring chunk before the grid wait.
+// The ring filled by a bulk copy a row (JLLM_GEMV_TMA=0, the default before stop 28) on a ring
+// of 4, and by tensor-map copies, one a matrix a slot (JLLM_GEMV_TMA, the default since): in the
+// traced build (its body reads the arguments in place: the map is where the launch put it),
+// with one ring chunk before the grid wait, with every matrix split in two along K (a split's
+// short last step: its box reads on into the next split's bytes), as pairs on two warps, and
+// with the head ops in the QKV tail and no ring chunk before the grid wait.
 // CTA ranges of equal bytes for groups of several types (JLLM_GEMV_WEIGHTED): alone, with every
 // matrix split in three along K as pairs (ranges that start inside a later split), and with the
 // head ops in the QKV tail.
@@ -120,6 +122,8 @@ inline std::vector<OpVariant> CudaKernelVariants() {
       {"early_slots0_xf32", {{"JLLM_GEMV_EARLY_SLOTS", "0"}, {"JLLM_GEMV_X", "f32"}}, VariantCases::kGemv},
       {"pairs_early_slots0", {{"JLLM_GEMV_PAIRS", "3"}, {"JLLM_GEMV_PAIRS_MIN_MIB", "0"}, {"JLLM_GEMV_EARLY_SLOTS", "0"}},
        VariantCases::kGemvPairs},
+      {"tma0_ring4", {{"JLLM_GEMV_TMA", "0"}, {"JLLM_GEMV_RING", "4"}}, VariantCases::kGemvGroups},
+      {"tma_traced", {{"JLLM_GEMV_TMA", "1"}, {"JLLM_TRACE", "1"}}, VariantCases::kGemvGroups},
       {"tma_early_slots1", {{"JLLM_GEMV_TMA", "1"}, {"JLLM_GEMV_EARLY_SLOTS", "1"}}, VariantCases::kGemvGroups},
       {"tma_split2", {{"JLLM_GEMV_TMA", "1"}, {"JLLM_GEMV_KSPLIT", "2"}}, VariantCases::kGemvGroups},
       {"tma_pairs_nw2",

@@ -361,7 +361,7 @@ TEST(Lowering, EveryKernelFitsTheSharedMemoryOfTheTarget) {
         // token tile before the row tile.
         std::set<std::string> labels;
         for (const KernelSpec& s : lg->specs) labels.insert(s.label);
-        EXPECT_EQ(labels.count("gemv q4_K+q4_K 9728+9728x2560 +norm +swiglu x:i16 ring2 pairs"), 1u);
+        EXPECT_EQ(labels.count("gemv q4_K+q4_K 9728+9728x2560 +norm +swiglu x:i16 ring2 tma pairs"), 1u);
         EXPECT_EQ(labels.count("gemm q6_K 151936x2560 f16x2 bn64"), 1u);
       }
       if (limit == kSmemPerBlockSm90) {
@@ -377,6 +377,7 @@ TEST(Lowering, EveryKernelFitsTheSharedMemoryOfTheTarget) {
 // 4b's gate+up (16 warps, a step 2 x 4 rows x 288 bytes, 10,880 bytes of staged x): on the H200
 // chunk 2 with a ring of 2 takes 2 x 16 x 4,616 + 10,880 = 158,592 bytes, chunk 3 with 2 slots
 // (232,320) is over; on a 99 KiB card even chunk 2 with 2 slots is (158,592), so ring 2 chunk 1.
+// With chunks of one step the ring is filled through tensor maps (the default), 128 bytes more.
 TEST(Lowering, GemvRingSlotsOfSeveralStepsShrinkToTheTarget) {
   auto g = testing::PresetGraph("4b");
   ASSERT_TRUE(g.ok()) << g.status();
@@ -399,12 +400,14 @@ TEST(Lowering, GemvRingSlotsOfSeveralStepsShrinkToTheTarget) {
     return out;
   };
   const std::string kGateUp = "gemv q4_K+q4_K 9728+9728x2560 +norm +swiglu x:i16";
-  EXPECT_EQ(gate_up("1", kSmemPerBlockSm90), std::make_pair(kGateUp + " ring3 pairs", int64_t{10880 + 3 * 16 * 2312}));
+  EXPECT_EQ(gate_up("1", kSmemPerBlockSm90),
+            std::make_pair(kGateUp + " ring3 tma pairs", int64_t{10880 + 3 * 16 * 2312 + 128}));
   EXPECT_EQ(gate_up("2", kSmemPerBlockSm90),
             std::make_pair(kGateUp + " ring2 chunk2 pairs", int64_t{10880 + 2 * 16 * 4616}));
   EXPECT_EQ(gate_up("4", kSmemPerBlockSm90),
             std::make_pair(kGateUp + " ring2 chunk2 pairs", int64_t{10880 + 2 * 16 * 4616}));
-  EXPECT_EQ(gate_up("2", kSmemPerBlockSm86), std::make_pair(kGateUp + " ring2 pairs", int64_t{10880 + 2 * 16 * 2312}));
+  EXPECT_EQ(gate_up("2", kSmemPerBlockSm86),
+            std::make_pair(kGateUp + " ring2 tma pairs", int64_t{10880 + 2 * 16 * 2312 + 128}));
   EXPECT_EQ(gate_up("2", kSmemPerBlockSm90, "0"), std::make_pair(kGateUp + " pairs", int64_t{10880}));
 }
 
@@ -434,10 +437,10 @@ TEST(Lowering, GemvEarlyRingChunksBySwitch) {
   EXPECT_EQ(early({{"JLLM_GEMV_EARLY_SLOTS", "1"}, {"JLLM_GEMV_RING", "0"}}), std::set<std::string>{"0/-"});
 }
 
-// JLLM_GEMV_TMA: every decode GEMV of the 4b preset reads its ring through tensor maps, one a
-// matrix with the box of an item's rows × a step, and takes the alignment slack; never without
-// the switch, on a target without tensor-map copies, with cp.async, or where a box would land
-// misaligned (one q4_K row of 576 bytes a box).
+// JLLM_GEMV_TMA (on by default): every decode GEMV of the 4b preset reads its ring through
+// tensor maps, one a matrix with the box of an item's rows × a step, and takes the alignment
+// slack; never with the switch at 0, on a target without tensor-map copies, with cp.async, or
+// where a box would land misaligned (one q4_K row of 576 bytes a box).
 TEST(Lowering, GemvTensorMapCopiesBySwitch) {
   auto g = testing::PresetGraph("4b");
   ASSERT_TRUE(g.ok()) << g.status();
@@ -474,11 +477,12 @@ TEST(Lowering, GemvTensorMapCopiesBySwitch) {
     }
     return seen;
   };
-  const Seen base = lower({});
+  const Seen base = lower({{"JLLM_GEMV_TMA", "0"}});
   EXPECT_GT(base.gemvs, 0);
   EXPECT_EQ(base.tma, 0);
-  const Seen tma = lower({{"JLLM_GEMV_TMA", "1"}});
+  const Seen tma = lower({});  // the default since stop 28
   EXPECT_EQ(tma.tma, tma.gemvs);
+  EXPECT_EQ(lower({{"JLLM_GEMV_TMA", "1"}}).tma, tma.gemvs);
   // gate and up: 9,728 rows of 10 q4_K blocks (1,440 bytes); pairs: a box of 4 rows × 8 pair
   // units of 36 bytes.
   EXPECT_EQ(tma.gate_up, std::set<std::string>{"1440/9728/1440/288/4"});
@@ -511,7 +515,7 @@ TEST(Lowering, GemvByteWeightedRangesOnlyForMixedTypes) {
   };
   EXPECT_EQ(weighted({}), std::set<std::string>{});
   EXPECT_EQ(weighted({{"JLLM_GEMV_WEIGHTED", "1"}}),
-            std::set<std::string>{"gemv q4_K+q4_K+q6_K 4096+1024+1024x2560 +norm x:i16 ring3 weighted pairs"});
+            std::set<std::string>{"gemv q4_K+q4_K+q6_K 4096+1024+1024x2560 +norm x:i16 ring3 tma weighted pairs"});
 }
 
 // launch_geometry.h's byte-weighted CTA ranges (gemv.cu, JLLM_WEIGHTED): contiguous, covering

@@ -49,13 +49,13 @@ typedef long long jllm_i64;
   extern "C" void name(const Args args)
 #elif JLLM_TRACING
 #define JLLM_KERNEL(name, Args, max_threads, min_blocks)                                          \
-  __device__ __forceinline__ void name##_body(const Args args);                                   \
+  __device__ __forceinline__ void name##_body(const Args& args);                                  \
   extern "C" __global__ void __launch_bounds__(max_threads, min_blocks) name(const __grid_constant__ Args args, jllm_u64* trace) { \
     jllm_trace_enter(trace);                                                                      \
     name##_body(args);                                                                            \
     jllm_trace_exit();                                                                            \
   }                                                                                               \
-  __device__ __forceinline__ void name##_body(const Args args)
+  __device__ __forceinline__ void name##_body(const Args& args)
 #else
 #define JLLM_KERNEL(name, Args, max_threads, min_blocks) \
   extern "C" __global__ void __launch_bounds__(max_threads, min_blocks) name(const __grid_constant__ Args args)

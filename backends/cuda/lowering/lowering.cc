@@ -75,9 +75,9 @@ constexpr int kGemvLazyScale = 0;  // the RMS scale before the first dot (JLLM_G
 constexpr int kGemvRing = 3;    // slots of a shared-memory ring per warp (0: steps ahead in registers)
 constexpr int kGemvBulk = 1;    // the ring filled by bulk copies on sm_90 (0: cp.async everywhere)
 // The ring's bulk copies through each matrix's tensor map, one copy a matrix a slot from one
-// lane (1), or a copy a row issued lane by lane (0, the default until measured; JLLM_GEMV_TMA,
-// docs/PERF.md "One copy a matrix a slot").
-constexpr int kGemvTma = 0;
+// lane (1, the default since stop 28: H100 tg128 4b +3.5 % / +4.0 %, 0.6b +1.9 % / +0.9 % in two
+// visits; docs/PERF.md "One copy a matrix a slot"), or a copy a row issued lane by lane (0).
+constexpr int kGemvTma = 1;
 // Unit steps a ring slot holds, each row's bytes of them one copy (gemv.cu, JLLM_CHUNK): 1 until
 // measured (stop 25 built it without a GPU; docs/PERF.md, "Fewer, larger bulk copies").
 constexpr int kGemvChunk = 1;
