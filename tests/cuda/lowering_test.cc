@@ -592,22 +592,31 @@ TEST(Lowering, GemvGridCappedBySwitch) {
 }
 
 // The feed-forward GEMVs (gate+up with the SwiGLU, and the down projection reading its output)
-// take 16 warps a CTA, every other decode GEMV 8: 4b's 36 layers, and the logits.
+// take 16 warps a CTA; by size (JLLM_GEMV_BY_SIZE, the default) so does every GEMV of at least
+// 4 MiB — all of 4b's —, without it every other decode GEMV 8: 4b's 36 layers, and the logits.
 TEST(Lowering, FeedForwardGemvsTakeSixteenWarps) {
   auto g = testing::PresetGraph("4b");
   ASSERT_TRUE(g.ok()) << g.status();
-  auto lg = LowerGraph(*g);
-  ASSERT_TRUE(lg.ok()) << lg.status();
-  int ffn = 0, other = 0;
-  for (const Launch* l : DecodeLaunches(*lg)) {
-    if (l->kind != LaunchKind::kGemv) continue;
-    const KernelSpec& spec = lg->specs[l->spec];
-    const bool feed_forward = spec.label.find("9728") != std::string::npos;  // 4b's FFN width
-    EXPECT_EQ(spec.threads, feed_forward ? 512 : 256) << spec.label;
-    ++(feed_forward ? ffn : other);
+  for (const bool by_size : {true, false}) {
+    ::jllm::testing::ScopedEnv env(
+        std::vector<std::pair<std::string, std::string>>{{"JLLM_GEMV_BY_SIZE", by_size ? "1" : "0"}});
+    auto lg = LowerGraph(*g);
+    ASSERT_TRUE(lg.ok()) << lg.status();
+    int ffn = 0, other = 0;
+    for (const Launch* l : DecodeLaunches(*lg)) {
+      if (l->kind != LaunchKind::kGemv) continue;
+      const KernelSpec& spec = lg->specs[l->spec];
+      const bool feed_forward = spec.label.find("9728") != std::string::npos;  // 4b's FFN width
+      // By size (the default): every 4b GEMV is at least 4 MiB (attn-out 5.9 MB), so 16 warps.
+      EXPECT_EQ(spec.threads, feed_forward || by_size ? 512 : 256) << spec.label;
+      std::map<std::string, std::string> defines;
+      for (const auto& [name, value] : spec.DefineList()) defines[name] = value;
+      EXPECT_EQ(defines["JLLM_MINB"], feed_forward || by_size ? "1" : "2") << spec.label;
+      ++(feed_forward ? ffn : other);
+    }
+    EXPECT_EQ(ffn, 2 * 36);
+    EXPECT_EQ(other, 2 * 36 + 1);  // QKV and attn-out in each layer, and the logits
   }
-  EXPECT_EQ(ffn, 2 * 36);
-  EXPECT_EQ(other, 2 * 36 + 1);  // QKV and attn-out in each layer, and the logits
 }
 
 // JLLM_GEMV_ONLY narrows the GEMV knobs to the shapes whose text contains it: with NW 4 for
@@ -738,7 +747,7 @@ TEST(Lowering, TuningTableSetsTheKnobsOfItsShapesOnly) {
     EXPECT_EQ(Define(after[i].second, "JLLM_MINB"), "4");
     EXPECT_EQ(Define(after[i].second, "JLLM_RING"), "2");
     EXPECT_EQ(after[i].second.max_per_sm, 2);
-    EXPECT_EQ(before[i].second.threads, 256);  // the heuristics: 8 warps
+    EXPECT_EQ(before[i].second.threads, 512);  // the heuristics: 16 warps (5.9 MB, GemvBySize)
     EXPECT_EQ(before[i].second.max_per_sm, 0);  // and as many CTAs an SM as fit
   }
   EXPECT_EQ(changed, 36);
@@ -765,7 +774,7 @@ TEST(Lowering, SwitchesOverrideTheTableAndTuningZeroIgnoresIt) {
     EXPECT_EQ(threads(), 64);
   }
   ::jllm::testing::ScopedEnv env(std::vector<std::pair<std::string, std::string>>{{"JLLM_TUNING", "0"}});
-  EXPECT_EQ(threads(), 256);
+  EXPECT_EQ(threads(), 512);  // the heuristics' 16 warps (GemvBySize)
 }
 
 // A table naming a shape the graph has no GEMV of (another model's table, a typo) is refused,

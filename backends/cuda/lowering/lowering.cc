@@ -100,6 +100,12 @@ constexpr int kGemvGammaEarly = 1;
 // H200 (stop 18): 4b tg128 +12 %, 14b +7 %, 0.6b -3 % (whose GEMVs but the logits are < 4 MiB).
 constexpr int kGemvPairs = 3;
 constexpr int kGemvPairsMinMib = 4;
+// The size rule (GemvBySize; measured on the H100 at stop 28, tg128, two visits each, with the
+// tensor-map ring): 16 warps on every 4b GEMV +1.6…+1.9 % (0.6b −0.7 %), ITEMS 10 on every 0.6b
+// GEMV +4.0 % (4b −4 %): so 16 warps from kGemvWideMinMib of weights up, ITEMS 10 below it.
+constexpr int kGemvBySize = 1;
+constexpr int kGemvWideMinMib = 4;
+constexpr int kGemvSmallItemsPerWarpX10 = 10;
 // The QKV GEMV runs the next node's q/k norm + RoPE + KV append in its tail (1: gemv.cu HEAD, one
 // kernel a layer fewer — a per-head ticket, and the warp that completes a head transforms it) or
 // head_ops runs after it (0, the default until measured; JLLM_GEMV_HEAD; docs/PERF.md).
@@ -225,6 +231,7 @@ int AttentionKernel() { return static_cast<int>(TuningOverride("JLLM_ATTN_KERNEL
 
 bool Prefetching() { return TuningOverride("JLLM_PREFETCH", kPrefetch, /*min=*/0, /*max=*/1) != 0; }
 bool Tracing() { return TuningOverride("JLLM_TRACE", 0, /*min=*/0, /*max=*/1) != 0; }
+bool GemvBySize() { return TuningOverride("JLLM_GEMV_BY_SIZE", kGemvBySize, /*min=*/0, /*max=*/1) != 0; }
 
 bool UseTuning() { return TuningOverride("JLLM_TUNING", 1, /*min=*/0, /*max=*/1) != 0; }
 
@@ -405,13 +412,15 @@ class Lowerer {
     };
     std::vector<std::string> defs = {D("JLLM_K", k), D("JLLM_NM", static_cast<int64_t>(members.size()))};
     const int r = static_cast<int>(knob("r", kGemvRows));
-    const int nw = static_cast<int>(knob("nw", ffn ? kGemvFfnWarps : kGemvWarps));
+    int64_t group_bytes = 0;
+    for (ir::WeightId id : members) group_bytes += DeviceBytes(W(id));
+    const bool by_size = GemvBySize();
+    const bool wide = ffn || (by_size && group_bytes >= (int64_t{kGemvWideMinMib} << 20));  // 16 warps, one CTA
+    const int nw = static_cast<int>(knob("nw", wide ? kGemvFfnWarps : kGemvWarps));
     const int x_planes = GemvActivationPlanes();
     // Pairs read quantized x only (their dots have no f32 form), and only in GEMVs of at least
     // kGemvPairsMinMib of weights: on smaller ones their longer x staging costs more than the
     // issue slots they save (0.6b's 2–4 MiB matrices, docs/PERF.md).
-    int64_t group_bytes = 0;
-    for (ir::WeightId id : members) group_bytes += DeviceBytes(W(id));
     const int64_t pairs_min = knob("pairs_min_mib", kGemvPairsMinMib) << 20;
     const int pairs = x_planes > 0 && group_bytes >= pairs_min
                           ? static_cast<int>(knob("pairs", kGemvPairs))
@@ -442,14 +451,16 @@ class Lowerer {
     // The split aims at ITEMS/10 items a warp of kGemvWarps-warp CTAs, whatever this GEMV's CTA
     // shape: counted with the 16-warp CTAs of the feed-forward GEMVs it split 4b's downs in two,
     // which jllm-compile --tune measured 1.4 % slower each on the H200 (stop 23, docs/PERF.md).
-    const int64_t want_items = int64_t{target_.sms} * kGemvWarps * knob("items", kGemvItemsPerWarpX10) / 10;
+    const int64_t items_x10 =
+        by_size && group_bytes < (int64_t{kGemvWideMinMib} << 20) ? kGemvSmallItemsPerWarpX10 : kGemvItemsPerWarpX10;
+    const int64_t want_items = int64_t{target_.sms} * kGemvWarps * knob("items", items_x10) / 10;
     int ksplit = static_cast<int>(std::clamp<int64_t>((want_items + row_groups - 1) / row_groups, 1, max_split));
     ksplit = static_cast<int>(std::clamp<int64_t>(knob("ksplit", ksplit), 1, k / 256));
     defs.push_back(D("JLLM_R", r));
     defs.push_back(D("JLLM_NW", nw));
     defs.push_back(D("JLLM_KSPLIT", ksplit));
     defs.push_back(D("JLLM_DEPTH", knob("depth", kGemvDepth)));
-    defs.push_back(D("JLLM_MINB", knob("minb", ffn ? kGemvFfnMinBlocks : kGemvMinBlocks)));
+    defs.push_back(D("JLLM_MINB", knob("minb", wide ? kGemvFfnMinBlocks : kGemvMinBlocks)));
     // The ring as deep as asked while the CTA fits the GPU's shared memory (sm_86/sm_89: 99 KiB;
     // 4b's gate+up ring of 3 takes 119), then its slots as long, else in registers.
     int ring = static_cast<int>(knob("ring", kGemvRing));

@@ -145,6 +145,11 @@ bool GemmTensorCores();
 // them into L2 (sm_90 bulk prefetch), from JLLM_PREFETCH at lowering (1; 0, the default, no).
 bool Prefetching();
 
+// Whether the GEMV heuristics take the group's size into account (JLLM_GEMV_BY_SIZE, 1 by default
+// since stop 28; 0: stop 27's): a group of at least 4 MiB takes 16 warps in one CTA an SM like the
+// feed-forward ones, a smaller one aims its K split at twice the items a warp (ITEMS 10).
+bool GemvBySize();
+
 // Whether every kernel is built to fill the in-step trace (kernels/kernel_trace.h), from
 // JLLM_TRACE at lowering (1; 0, the default, no): a measuring aid for --profile, whose kernels
 // then carry JLLM_TRACE=<their spec's index + 1>.
