@@ -33,6 +33,14 @@ std::vector<const Launch*> DecodeLaunches(const LoweredGraph& lg) {
   return out;
 }
 
+// The value of a -D constant of a kernel spec ("" if it has none).
+std::string Define(const KernelSpec& s, const std::string& name) {
+  for (const auto& [n, v] : s.DefineList()) {
+    if (n == name) return v;
+  }
+  return "";
+}
+
 // Lowered without a head-op fusion (the default), 4b's 36 layers each launch head_ops of their
 // own — 36 decode launches more than `fused` has — and no launch of kind `host` carries the
 // operand `head_slot` that the fusion binds.
@@ -458,14 +466,12 @@ TEST(Lowering, GemvTensorMapCopiesBySwitch) {
     for (const Launch* l : DecodeLaunches(*lg)) {
       if (l->kind != LaunchKind::kGemv) continue;
       const KernelSpec& s = lg->specs[l->spec];
-      std::map<std::string, std::string> defines;
-      for (const auto& [name, value] : s.DefineList()) defines[name] = value;
       ++seen.gemvs;
-      const bool on = defines["JLLM_TMA"] == "1";
+      const bool on = Define(s, "JLLM_TMA") == "1";
       seen.tma += on;
       EXPECT_EQ(on, absl::StrContains(s.label, " tma")) << s.label;
       for (int m = 0; m < 3; ++m) {
-        EXPECT_EQ(l->tile[m].box_bytes > 0, on && m < std::stoi(defines["JLLM_NM"])) << s.label << " member " << m;
+        EXPECT_EQ(l->tile[m].box_bytes > 0, on && m < std::stoi(Define(s, "JLLM_NM"))) << s.label << " member " << m;
       }
       if (absl::StrContains(s.label, "+swiglu")) {
         for (int m = 0; m < 2; ++m) {
@@ -507,9 +513,7 @@ TEST(Lowering, GemvByteWeightedRangesOnlyForMixedTypes) {
     for (const Launch* l : DecodeLaunches(*lg)) {
       if (l->kind != LaunchKind::kGemv) continue;
       const KernelSpec& s = lg->specs[l->spec];
-      std::map<std::string, std::string> defines;
-      for (const auto& [name, value] : s.DefineList()) defines[name] = value;
-      if (defines["JLLM_WEIGHTED"] == "1") seen.insert(s.label);
+      if (Define(s, "JLLM_WEIGHTED") == "1") seen.insert(s.label);
     }
     return seen;
   };
@@ -609,9 +613,7 @@ TEST(Lowering, FeedForwardGemvsTakeSixteenWarps) {
       const bool feed_forward = spec.label.find("9728") != std::string::npos;  // 4b's FFN width
       // By size (the default): every 4b GEMV is at least 4 MiB (attn-out 5.9 MB), so 16 warps.
       EXPECT_EQ(spec.threads, feed_forward || by_size ? 512 : 256) << spec.label;
-      std::map<std::string, std::string> defines;
-      for (const auto& [name, value] : spec.DefineList()) defines[name] = value;
-      EXPECT_EQ(defines["JLLM_MINB"], feed_forward || by_size ? "1" : "2") << spec.label;
+      EXPECT_EQ(Define(spec, "JLLM_MINB"), feed_forward || by_size ? "1" : "2") << spec.label;
       ++(feed_forward ? ffn : other);
     }
     EXPECT_EQ(ffn, 2 * 36);
@@ -711,13 +713,6 @@ std::vector<std::pair<std::string, KernelSpec>> DecodeGemvs(const LoweredGraph& 
     if (l->kind == LaunchKind::kGemv) out.emplace_back(l->tune_key, lg.specs[l->spec]);
   }
   return out;
-}
-
-std::string Define(const KernelSpec& s, const std::string& name) {
-  for (const auto& [n, v] : s.DefineList()) {
-    if (n == name) return v;
-  }
-  return "";
 }
 
 // A tuning table sets the knobs of the shapes it names and of no other: with 4 warps, 4 CTAs an

@@ -27,31 +27,30 @@
 // JLLM_XPLANES (0: f32 x; 1: int8 x, 2: int16 x for the types with a quantized-x dot,
 // weight_types.cuh), JLLM_NORM, JLLM_RESIDUAL, JLLM_SWIGLU, JLLM_RING (0: the steps ahead in
 // registers, DEPTH of them; n >= 2: in a shared-memory ring of n slots per warp), JLLM_BULK (1: the
-// ring is filled by bulk copies on sm_90; 0: by 16-byte cp.async everywhere), JLLM_TMA (1, with bulk
-// copies: one tensor-map copy a matrix a slot — args.tmap, kernel_args.h TileBox — by lane 0,
-// instead of a copy a row), JLLM_CHUNK (RING > 0:
-// a slot holds up to CHUNK consecutive unit steps of one item, each row's bytes of them one copy —
-// CHUNK times fewer copies, arms and waits a byte; 1: a step a slot), JLLM_SPREAD (0: a CTA's items
-// go to its warps round-robin; 1: each warp takes an equal contiguous range of the CTA's unit
-// steps, items cut at a boundary summed across warps), JLLM_LATE_NORM (1: with NORM and no K split,
-// x·gamma is staged in the same pass that sums x², and the RMS scale — one number per token, and
-// the GEMV linear in x — multiplies the results instead: one pass over x and one barrier less
-// before the first dot; 0: the sum of squares first, then x scaled as it is staged),
-// JLLM_LAZY_SCALE (1: with LATE_NORM, the RMS scale — the warps' Σx² summed, a double division, a
-// square root — is computed by each warp before its first result, with its ring's chunks in flight,
-// not before its first dot), JLLM_GAMMA_EARLY (1: with NORM, the thread's gamma of the quantized-x
-// pass is loaded before the grid wait — gamma is a weight, and after a step's 2.5 GB of weights
-// went through L2 it comes from HBM, a round trip that otherwise follows the wait beside x's; 0:
-// with x), JLLM_EARLY_SLOTS (RING > 0: the ring chunks a warp issues before the grid wait, at most
-// RING - 1; the rest go out once the warp has issued its loads of x, so that x's round trip does
-// not queue behind the whole first burst), JLLM_WEIGHTED (1: CTA ranges of equal weight bytes
-// for groups of several member types; 0: of equal item counts), JLLM_PAIRS (a mask, 1 q4_K, 2 q6_K: those members read
-// as unit pairs, 8 lanes a row and 4 rows a warp step, x quantized per pair; launch_geometry.h),
-// JLLM_HEAD (1: the QKV triple's next node, Qwen3's q/k RMSNorm + RoPE + KV append, runs in this
-// kernel's tail — y[0..2] are its raw q, k, v; each item's writer adds its rows to its head's
-// ticket, and the warp that completes a head transforms it (head_transform.cuh) into yq or the
-// caches: one kernel a layer fewer; with JLLM_HEAD_D, JLLM_NROT and JLLM_KV, the cache element
-// type).
+// ring is filled by bulk copies on sm_90; 0: by 16-byte cp.async everywhere), JLLM_TMA (1, with
+// bulk copies: one tensor-map copy a matrix a slot — args.tmap, kernel_args.h TileBox — by lane 0,
+// instead of a copy a row), JLLM_CHUNK (RING > 0: a slot holds up to CHUNK consecutive unit steps
+// of one item, each row's bytes of them one copy — CHUNK times fewer copies, arms and waits a byte;
+// 1: a step a slot), JLLM_SPREAD (0: a CTA's items go to its warps round-robin; 1: each warp takes
+// an equal contiguous range of the CTA's unit steps, items cut at a boundary summed across warps),
+// JLLM_LATE_NORM (1: with NORM and no K split, x·gamma is staged in the same pass that sums x², and
+// the RMS scale — one number per token, and the GEMV linear in x — multiplies the results instead:
+// one pass over x and one barrier less before the first dot; 0: the sum of squares first, then x
+// scaled as it is staged), JLLM_LAZY_SCALE (1: with LATE_NORM, the RMS scale — the warps' Σx²
+// summed, a double division, a square root — is computed by each warp before its first result, with
+// its ring's chunks in flight, not before its first dot), JLLM_GAMMA_EARLY (1: with NORM, the
+// thread's gamma of the quantized-x pass is loaded before the grid wait — gamma is a weight, and
+// after a step's 2.5 GB of weights went through L2 it comes from HBM, a round trip that otherwise
+// follows the wait beside x's; 0: with x), JLLM_EARLY_SLOTS (RING > 0: the ring chunks a warp
+// issues before the grid wait, at most RING - 1; the rest go out once the warp has issued its loads
+// of x, so that x's round trip does not queue behind the whole first burst), JLLM_WEIGHTED (1: CTA
+// ranges of equal weight bytes for groups of several member types; 0: of equal item counts),
+// JLLM_PAIRS (a mask, 1 q4_K, 2 q6_K: those members read as unit pairs, 8 lanes a row and 4 rows a
+// warp step, x quantized per pair; launch_geometry.h), JLLM_HEAD (1: the QKV triple's next node,
+// Qwen3's q/k RMSNorm + RoPE + KV append, runs in this kernel's tail — y[0..2] are its raw q, k, v;
+// each item's writer adds its rows to its head's ticket, and the warp that completes a head
+// transforms it (head_transform.cuh) into yq or the caches: one kernel a layer fewer; with
+// JLLM_HEAD_D, JLLM_NROT and JLLM_KV, the cache element type).
 //
 // Lanes and rows: a member's row is read by LPR lanes (32, or 8 for pairs), each RPL rows
 // (JLLM_R, or 1 for pairs) per step; lane l reads unit l mod LPR of the step's rows
