@@ -216,10 +216,11 @@ step ab 600 ab
 [ ${#only[@]} -gt 0 ] && step ab2 600 ab_set AB2 ""  # only when named
 [ ${#only[@]} -gt 0 ] && step ab3 600 ab_set AB3 ""  # only when named
 # The in-step trace of each variant (only when named): TRACE_VARIANTS as AB_VARIANTS, on
-# TRACE_PRESETS (default 4b): each compiled with its switches and run with JLLM_TRACE=1 --profile;
+# TRACE_PRESETS (default 4b): each compiled with its switches and run with JLLM_TRACE=1 --profile
+# after a prompt of TRACE_WORDS words (default 200; ~one token a word, the context sized to fit);
 # the "in the captured step" table (release, staging, stream, tail, spread per kernel) is printed.
 trace_ab() {
-  local v name env p
+  local v name env p words=${TRACE_WORDS:-200}
   [ -n "${TRACE_VARIANTS:-}" ] || { echo "TRACE_VARIANTS is empty"; return 1; }
   IFS=';' read -ra list <<< "$TRACE_VARIANTS"
   for v in "${list[@]}"; do
@@ -227,8 +228,8 @@ trace_ab() {
     for p in ${TRACE_PRESETS:-4b}; do
       echo "--- $name $p ($env)"
       env $env "$bin/jllm-compile" "$work/models/$p.gguf" -o "$work/models/ab.plan" > /dev/null 2>&1 || return 1
-      env $env JLLM_TRACE=1 "$bin/jllm-run" "$work/models/ab.plan" -p "$(printf 'word %.0s' $(seq 1 200))" \
-        --profile --backend cuda 2>&1 | sed -n '/in the captured step/,$p'
+      env $env JLLM_TRACE=1 "$bin/jllm-run" "$work/models/ab.plan" -p "$(printf 'word %.0s' $(seq 1 "$words"))" \
+        -c $((words + 512)) --profile --backend cuda 2>&1 | sed -n '/in the captured step/,$p'
     done
   done
 }

@@ -57,7 +57,9 @@ struct OpVariant {
 // before, the newest row after; the default through stop 22), and attention_mma.cu with its
 // tiles through a shared-memory ring (JLLM_ATTN_RING): one or two warps a chunk so that a warp's
 // tiles wrap around the ring and the newest position lies in a tile issued before the grid
-// wait (its pieces copied after it), the ring after the wait, and a split per position. The QKV
+// wait (its pieces copied after it), the ring after the wait, and a split per position; and
+// with L2 prefetches of the tiles ahead (JLLM_ATTN_AHEAD: one warp a chunk, so that they land
+// past the chunk's end; and after the grid wait), and with its trace stamps. The QKV
 // GEMV with the head ops in its tail (JLLM_GEMV_HEAD): with the default knobs (items cut between
 // warps), with every matrix split in two along K and 3-row items (items across two heads, the
 // last split's warp transforms), as pairs dealt round-robin, and in registers on two warps.
@@ -176,6 +178,10 @@ inline std::vector<OpVariant> CudaKernelVariants() {
       {"attention_mma_ring2_chunk1",
        {{"JLLM_ATTN_RING", "2"}, {"JLLM_ATTN_MINCHUNK", "1"}, {"JLLM_ATTN_SPLITS", "16"}},
        VariantCases::kAttention},
+      {"attention_mma_ahead2_nw1", {{"JLLM_ATTN_AHEAD", "2"}, {"JLLM_ATTN_NW", "1"}, {"JLLM_ATTN_MINCHUNK", "256"}},
+       VariantCases::kAttention},
+      {"attention_mma_ahead1_late", {{"JLLM_ATTN_AHEAD", "1"}, {"JLLM_ATTN_EARLY", "0"}}, VariantCases::kAttention},
+      {"attention_mma_traced", {{"JLLM_TRACE", "1"}}, VariantCases::kAttention},
   };
 }
 

@@ -307,6 +307,30 @@ TEST(Lowering, AttentionRingFitsTheSharedMemoryOfTheTarget) {
   EXPECT_EQ(ring({{"JLLM_ATTN_RING", "0"}}, kSmemPerBlockSm90), (Rings{{"JLLM_RING=0", 0}}));
 }
 
+// JLLM_ATTN_AHEAD: attention_mma.cu's L2 prefetch distance in tiles, 0 by default and with a ring
+// (the ring's copies are in flight already).
+TEST(Lowering, AttentionPrefetchAheadOnlyOnTheRegisterTiles) {
+  auto g = testing::PresetGraph("4b");
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto ahead = [&](std::vector<std::pair<std::string, std::string>> vars) {
+    ::jllm::testing::ScopedEnv env(vars);
+    auto lg = LowerGraph(*g, nullptr, LoweringTarget{kSmemPerBlockSm90});
+    EXPECT_TRUE(lg.ok()) << lg.status();
+    std::set<std::string> out;
+    for (const Launch* l : DecodeLaunches(*lg)) {
+      if (l->kind != LaunchKind::kAttentionDecode) continue;
+      for (absl::string_view d : absl::StrSplit(lg->specs[l->spec].defines, ' ')) {
+        if (absl::StartsWith(d, "JLLM_AHEAD=")) out.insert(std::string(d));
+      }
+    }
+    return out;
+  };
+  using Defines = std::set<std::string>;
+  EXPECT_EQ(ahead({}), Defines{"JLLM_AHEAD=0"});
+  EXPECT_EQ(ahead({{"JLLM_ATTN_AHEAD", "2"}}), Defines{"JLLM_AHEAD=2"});
+  EXPECT_EQ(ahead({{"JLLM_ATTN_AHEAD", "2"}, {"JLLM_ATTN_RING", "2"}}), Defines{"JLLM_AHEAD=0"});
+}
+
 // An architecture's shared memory per CTA (cudaDevAttrMaxSharedMemoryPerBlockOptin of its cards);
 // one not known, or a name that is not one, gets the smallest.
 TEST(LoweringTarget, SharedMemoryOfEachArchitecture) {

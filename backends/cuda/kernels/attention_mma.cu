@@ -36,8 +36,13 @@
 // column of the slot (piece-major, lane-minor: conflict-free), so a lane waits for its own
 // copies only and no warp barrier is needed. RING 0: each tile is loaded into registers.
 //
+// JLLM_AHEAD a >= 1 (RING 0 only): at tile k a warp asks L2 for its tile k + a (prefetch, one
+// 128-byte line of K and one of V a lane: a tile's 16 rows of a matrix are contiguous), so its
+// register loads hit L2 while HBM streams the tiles after them — more of the cache in flight
+// without registers, shared memory or a wait.
+//
 // Constants (-D): JLLM_D (64 or 128), JLLM_H, JLLM_HK, JLLM_NSPLIT, JLLM_MINCHUNK, JLLM_NW,
-// JLLM_EARLY, JLLM_RING.
+// JLLM_EARLY, JLLM_RING, JLLM_AHEAD.
 #include "attention_merge.cuh"
 #include "kernel_args.h"
 #include "kv_cache.cuh"
@@ -57,6 +62,7 @@ constexpr int kMinChunk = JLLM_MINCHUNK;
 constexpr int kNw = JLLM_NW;
 constexpr bool kEarly = JLLM_EARLY;
 constexpr int kRing = JLLM_RING;
+constexpr int kAhead = JLLM_AHEAD;
 constexpr int kThreads = 32 * kNw;
 constexpr int kTile = 16;            // positions per warp step: one MMA k step of P · V
 constexpr int kKSteps = kD / 16;     // of S = Q · K^T
@@ -74,6 +80,7 @@ static_assert(geo::AttentionMmaSupported(kG, kD), "G <= 8 heads (MMA rows), D 64
 static_assert(kMinChunk >= 1, "MINCHUNK >= 1");
 static_assert(geo::AttentionRowsSmemBytes(kG, kD, kNw) <= geo::kAttnRowsSmemMax, "the warps' merge fits");
 static_assert(kRing == 0 || (kRing >= 2 && kRing <= 8), "RING 0 (registers) or 2..8 tiles");
+static_assert(kAhead >= 0 && (kAhead == 0 || kRing == 0), "AHEAD with the register tiles only");
 static_assert(kPieces * 32 * 16 == geo::AttentionMmaTileBytes(kD), "launch_geometry.h sizes a ring slot as this");
 
 __device__ __forceinline__ jllm_u32 PackHalves(jllm_u16 lo, jllm_u16 hi) { return jllm_u32{lo} | (jllm_u32{hi} << 16); }
@@ -135,6 +142,21 @@ JLLM_KERNEL(attention_mma, jllm::cuda::AttentionArgs, kThreads, 1) {
     const int n_tiles = first < p_end ? (p_end - first + kTile * kNw - 1) / (kTile * kNw) : 0;
     auto base_of = [&](int k) { return first + kTile * kNw * k; };
     auto has_new = [&](int base) { return base <= p_new && p_new < base + kTile; };
+    // AHEAD: tile k's K and V rows in the chunk asked of L2, line i of each by lane i (mod 32).
+    constexpr int kLines = kTile * kD * 2 / 128;
+    auto prefetch_tile = [&](int k) {
+      if (k >= n_tiles) return;
+      const int base = base_of(k);
+      const int halves = min(kTile, p_end - base) * kD;
+      const long long row0 = static_cast<long long>(base) * kD;
+#pragma unroll
+      for (int i = lane; i < kLines; i += 32) {
+        if (64 * i < halves) {
+          jllm_prefetch_l2(kc + row0 + 64 * i);
+          jllm_prefetch_l2(vc + row0 + 64 * i);
+        }
+      }
+    };
 
     // RING 0: a tile's pieces loaded into registers.
     auto load_tile = [&](int base, Rows rows) {
@@ -169,6 +191,8 @@ JLLM_KERNEL(attention_mma, jllm::cuda::AttentionArgs, kThreads, 1) {
       }
     };
 
+#pragma unroll
+    for (int k = 1; k < kAhead; ++k) prefetch_tile(k);  // the loop asks for tile AHEAD on
     if constexpr (kRing > 0) {
       // Groups: tiles 0 .. RING - 2 (before the grid dependency with EARLY: all but the newest
       // position), then one for the newest position's pieces of those tiles, then tile k +
@@ -209,12 +233,14 @@ JLLM_KERNEL(attention_mma, jllm::cuda::AttentionArgs, kThreads, 1) {
         SplitPair(v.z, v.w, q_hi[2 * k + 1], q_lo[2 * k + 1]);
       }
     }
+    JLLM_TRACE_MARK();  // q staged (the trace's "staging": the grid wait to here)
     float m = JLLM_NEG_INF, l = 0.f;  // head g's, identical in the 4 lanes of g
     float o[kNTiles][4];              // O's accumulators; [j][0..1]: head g, n tile j columns 2t, 2t + 1
 #pragma unroll
     for (int j = 0; j < kNTiles; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
     for (int k = 0; k < n_tiles; ++k) {
       const int base = base_of(k);
+      if constexpr (kAhead > 0) prefetch_tile(k + kAhead);
       if constexpr (kRing > 0) {
         // Group accounting (this lane's): before the issue below, RING + k groups are
         // committed; tile k's is the k-th (k < RING - 1) or the (k + 1)-th, the newest
@@ -294,6 +320,7 @@ JLLM_KERNEL(attention_mma, jllm::cuda::AttentionArgs, kThreads, 1) {
         jllm_mma_f16_16x8x16(o[j], p_lo, b);
       }
     }
+    JLLM_TRACE_STREAMED();  // the trace's "stream" ends at the last warp's last tile, its "tail" is the merges
     // The warp's (max, sum, acc) to shared memory: lane (g, t) holds head g's columns 2t and
     // 2t + 1 of every n tile j, dimensions 64(j / 8) + 16t + j % 8 and that + 8.
     if (g < kG) {

@@ -488,6 +488,18 @@ __device__ __forceinline__ void jllm_prefetch_l2_share(const void* p, unsigned l
 #endif
 }
 
+// The 128-byte line at `p` asked of L2 (no data to the SM, nothing to wait on): a latency-bound
+// loop warms L2 with what it reads a few steps later, so its own loads hit L2 instead of HBM
+// while HBM streams ahead. Correctness never depends on it (L2 is where the GPU's writes land).
+// The emulation reads the byte at `p`, so an address outside its buffer shows (sanitizers).
+__device__ __forceinline__ void jllm_prefetch_l2(const void* p) {
+#if defined(JLLM_EMULATE)
+  (void)*static_cast<const volatile unsigned char*>(p);
+#else
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+#endif
+}
+
 // 16 and 4 bytes of shared memory (a GEMV ring slot); `p` aligned to its size.
 __device__ __forceinline__ uint4 jllm_load_shared16(const void* p) {
 #if defined(JLLM_EMULATE)

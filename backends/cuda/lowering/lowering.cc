@@ -47,8 +47,8 @@ static_assert(static_cast<int>(ir::KvDType::kF16) == 0 && static_cast<int>(ir::K
 // JLLM_GEMV_X (lowering.h), JLLM_GEMV_RING (0 = registers), JLLM_GEMV_CHUNK, JLLM_GEMV_EARLY_SLOTS, JLLM_GEMV_BULK, JLLM_GEMV_TMA, JLLM_GEMV_WEIGHTED,
 // JLLM_GEMV_SPREAD, JLLM_GEMV_LATE_NORM, JLLM_GEMV_LAZY_SCALE, JLLM_GEMV_PAIRS, JLLM_GEMV_PAIRS_MIN_MIB;
 // JLLM_GEMM_MMA, JLLM_PREFETCH (lowering.h), JLLM_GEMM_BN, JLLM_GEMM_BM, JLLM_GEMM_XSPLIT,
-// JLLM_GEMM_MINB, JLLM_GEMM_PAIR; JLLM_ATTN_SPLITS, JLLM_ATTN_MINCHUNK, JLLM_ATTN_NW, JLLM_ATTN_RING (decode
-// attention). A value that cannot be used is ignored with a warning.
+// JLLM_GEMM_MINB, JLLM_GEMM_PAIR; JLLM_ATTN_SPLITS, JLLM_ATTN_MINCHUNK, JLLM_ATTN_NW, JLLM_ATTN_RING,
+// JLLM_ATTN_AHEAD (decode attention). A value that cannot be used is ignored with a warning.
 // GEMV (docs/PERF.md, "GEMV v3", "int16 activations", "shared-memory ring"): two rows (or the
 // same rows of gate and up) per warp item, their 16-byte steps staged through a ring of RING
 // shared-memory slots per warp (bulk copies on sm_90, cp.async before), registers capped for
@@ -156,6 +156,9 @@ constexpr int kAttnEarly = 1;
 // (JLLM_ATTN_RING; 0: one tile at a time in registers), fewer where the CTA's shared memory
 // would pass the GPU's (below 2: registers).
 constexpr int kAttnRing = 0;
+// attention_mma.cu's register tiles ask L2 for the tile this many steps ahead of a warp's current
+// one (JLLM_ATTN_AHEAD; 0: none). Only without a ring.
+constexpr int kAttnAhead = 0;
 constexpr int kAttnSplits = 32;  // at most; 2 CTAs an SM of the target (attention_decode.cu)
 constexpr int kAttnMinChunk = 64;  // positions: fewer, fuller splits at short context
 constexpr int kAttnDecodeWarps = 4;
@@ -1014,6 +1017,8 @@ class Lowerer {
         }
         if (ring < 2) ring = 0;
         defines.push_back(D("JLLM_RING", ring));
+        defines.push_back(
+            D("JLLM_AHEAD", ring > 0 ? 0 : TuningOverride("JLLM_ATTN_AHEAD", kAttnAhead, /*min=*/0, /*max=*/16)));
       }
     } else {
       splits = std::clamp<int64_t>(TuningOverride("JLLM_ATTN_SPLITS", SplitsToFill(2, a.n_head_kv, kAttnSplits)), 1, 256);
