@@ -1,8 +1,11 @@
 // The end of split decode attention (flash-decoding), shared by attention_decode.cu and
 // attention_rows.cu: each CTA (kv head, split) has written its G heads' partials — [D]
 // unnormalized acc, then max and sum, per (head, split) — and the last CTA of the kv head to
-// finish (a ticket counter, reset after) merges the active splits in a fixed order, in two rounds
-// of loads: every (max, sum), then every acc, kMergeBatch splits in flight at a time.
+// finish (a ticket counter, reset after) merges the active splits in a fixed order. Its loads:
+// kFirst 0 (JLLM_MERGE_FIRST), every (max, sum), then every acc, 8 splits in flight at a time;
+// kFirst 1, the first kMergeBatch splits' accs with the (max, sum)s in one round trip of L2 (at
+// 8k positions 16 splits are active: one round instead of three after the ticket), the rest in
+// batches after. The sums are the same in the same order either way.
 #pragma once
 
 #include "jllm_common.cuh"
@@ -37,11 +40,11 @@ __device__ __forceinline__ AttentionSplit SplitOfStep(const jllm::cuda::Attentio
   return s;
 }
 
-template <int kG, int kD, int kSplits, int kThreads>
+template <int kG, int kD, int kSplits, int kThreads, bool kFirst>
 struct AttentionMerge {
   static constexpr int kPartial = jllm::cuda::geometry::AttentionPartialFloats(kD);
   static constexpr int kPairs = (kG * kD + kThreads - 1) / kThreads;  // (head, d) per thread
-  static constexpr int kMergeBatch = 8;
+  static constexpr int kMergeBatch = kFirst && kPairs <= 2 ? 16 : 8;  // registers: kPairs x this
 
   struct Smem {
     float weight[kG][kSplits];  // exp(max_split - max) per (head, split)
@@ -91,6 +94,21 @@ struct AttentionMerge {
     if (sm.ticket != kSplits - 1) return;
     __threadfence();
     const float* parts = args.partials + static_cast<long long>(hk * kG) * kSplits * kPartial;
+    // Batch sp0's accs into v (zeros past the active splits and the (head, d) pairs).
+    float v[kPairs][kMergeBatch];
+    auto load_batch = [&](int sp0) {
+#pragma unroll
+      for (int k = 0; k < kPairs; ++k) {
+        const int i = threadIdx.x + kThreads * k, g = i / kD, d = i % kD;
+#pragma unroll
+        for (int b = 0; b < kMergeBatch; ++b) {
+          v[k][b] = (i < kG * kD && sp0 + b < active)
+                        ? jllm_load_l2_f32(parts + (g * kSplits + sp0 + b) * kPartial + d)
+                        : 0.f;
+        }
+      }
+    };
+    if constexpr (kFirst) load_batch(0);  // in flight with the (max, sum)s below
     for (int i = threadIdx.x; i < kG * active; i += kThreads) {
       const int g = i / active, sp = i % active;
       sm.weight[g][sp] = jllm_load_l2_f32(parts + (g * kSplits + sp) * kPartial + kD);
@@ -114,17 +132,7 @@ struct AttentionMerge {
 #pragma unroll
     for (int k = 0; k < kPairs; ++k) a[k] = 0.f;
     for (int sp0 = 0; sp0 < active; sp0 += kMergeBatch) {
-      float v[kPairs][kMergeBatch];
-#pragma unroll
-      for (int k = 0; k < kPairs; ++k) {
-        const int i = threadIdx.x + kThreads * k, g = i / kD, d = i % kD;
-#pragma unroll
-        for (int b = 0; b < kMergeBatch; ++b) {
-          v[k][b] = (i < kG * kD && sp0 + b < active)
-                        ? jllm_load_l2_f32(parts + (g * kSplits + sp0 + b) * kPartial + d)
-                        : 0.f;
-        }
-      }
+      if (!kFirst || sp0 > 0) load_batch(sp0);
 #pragma unroll
       for (int k = 0; k < kPairs; ++k) {
         const int i = threadIdx.x + kThreads * k, g = i / kD;
