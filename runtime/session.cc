@@ -243,9 +243,23 @@ absl::StatusOr<GenerateResult> Session::Generate(absl::Span<const int32_t> promp
 
 absl::StatusOr<std::vector<Session::StepProfile>> Session::Profile(absl::Span<const int32_t> prompt) {
   if (prompt.empty()) return absl::InvalidArgumentError("the prompt is empty");
+  if (static_cast<int64_t>(prompt.size()) >= context_) {
+    return absl::ResourceExhaustedError(absl::StrCat("--profile: the prompt is ", prompt.size(),
+                                                     " tokens and the decode step after it needs one more, but the "
+                                                     "context holds ",
+                                                     context_, ": shorten it or raise the context size (-c)"));
+  }
   cached_.clear();
   std::vector<StepProfile> out;
-  const auto chunk = prompt.subspan(0, std::min<size_t>(prompt.size(), prefill_chunk_));
+  // Every chunk but the last prefilled as Prefill does, unprofiled: the profiled steps run at
+  // the prompt's depth.
+  const size_t last_begin = (prompt.size() - 1) / prefill_chunk_ * prefill_chunk_;
+  for (size_t begin = 0; begin < last_begin; begin += prefill_chunk_) {
+    const auto earlier = prompt.subspan(begin, prefill_chunk_);
+    RETURN_IF_ERROR(backend_->Step(earlier, static_cast<int64_t>(cached_.size()), StepOptions{}).status());
+    cached_.insert(cached_.end(), earlier.begin(), earlier.end());
+  }
+  const auto chunk = prompt.subspan(last_begin);
   auto run = [&](absl::Span<const int32_t> tokens, int64_t pos) -> absl::Status {
     StepProfile p;
     p.tokens = static_cast<int64_t>(tokens.size());
@@ -257,8 +271,7 @@ absl::StatusOr<std::vector<Session::StepProfile>> Session::Profile(absl::Span<co
     out.push_back(std::move(p));
     return absl::OkStatus();
   };
-  if (chunk.size() > 1) RETURN_IF_ERROR(run(chunk, 0));
-  if (static_cast<int64_t>(cached_.size()) >= context_) return out;
+  if (chunk.size() > 1) RETURN_IF_ERROR(run(chunk, static_cast<int64_t>(cached_.size())));
   const int32_t next[1] = {chunk.back()};
   RETURN_IF_ERROR(run(next, static_cast<int64_t>(cached_.size())));
   return out;

@@ -114,8 +114,9 @@ class Session {
   // Forgets the cached context (the next Generate prefills from position 0).
   void ClearCache() { cached_.clear(); }
 
-  // --profile: where the time of a prefill of `prompt` (its first chunk) and of the decode step
-  // after it goes, by kernel. Leaves the cache holding the profiled positions.
+  // --profile: where the time of a prefill of `prompt` (its last chunk, after the earlier chunks
+  // prefilled unprofiled) and of the decode step after it goes, by kernel — so a long prompt
+  // profiles the step at its depth. Leaves the cache holding the profiled positions.
   struct StepProfile {
     int64_t tokens = 0;    // in the step
     int64_t position = 0;  // of its first token

@@ -229,7 +229,7 @@ trace_ab() {
       echo "--- $name $p ($env)"
       env $env "$bin/jllm-compile" "$work/models/$p.gguf" -o "$work/models/ab.plan" > /dev/null 2>&1 || return 1
       env $env JLLM_TRACE=1 "$bin/jllm-run" "$work/models/ab.plan" -p "$(printf 'word %.0s' $(seq 1 "$words"))" \
-        -c $((words + 512)) --profile --backend cuda 2>&1 | sed -n '/in the captured step/,$p'
+        -c $((words + 512)) --profile --backend cuda 2>&1 | sed -n '/^decode step/p; /in the captured step/,$p'
     done
   done
 }

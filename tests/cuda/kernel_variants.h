@@ -61,7 +61,8 @@ struct OpVariant {
 // with L2 prefetches of the tiles ahead (JLLM_ATTN_AHEAD: one warp a chunk, so that they land
 // past the chunk's end; and after the grid wait), and with its trace stamps. The splits' merge
 // with the first batch of accs loaded with the maxima (JLLM_ATTN_MERGE_FIRST), for each kernel
-// with a split per position (up to 32 splits: two batches of 16 on the two-pair kernels). The QKV
+// with a split per position (up to 32 splits: two batches of 16 on the two-pair kernels), and
+// attention_mma.cu's also with the ticket behind one fence (JLLM_ATTN_MERGE_ONE_FENCE). The QKV
 // GEMV with the head ops in its tail (JLLM_GEMV_HEAD): with the default knobs (items cut between
 // warps), with every matrix split in two along K and 3-row items (items across two heads, the
 // last split's warp transforms), as pairs dealt round-robin, and in registers on two warps.
@@ -184,13 +185,23 @@ inline std::vector<OpVariant> CudaKernelVariants() {
        VariantCases::kAttention},
       {"attention_mma_ahead1_late", {{"JLLM_ATTN_AHEAD", "1"}, {"JLLM_ATTN_EARLY", "0"}}, VariantCases::kAttention},
       {"attention_mma_traced", {{"JLLM_TRACE", "1"}}, VariantCases::kAttention},
-      {"attention_merge_first", {{"JLLM_ATTN_MERGE_FIRST", "1"}, {"JLLM_ATTN_MINCHUNK", "1"}, {"JLLM_ATTN_SPLITS", "32"}},
+      {"attention_merge_first",
+       {{"JLLM_ATTN_MERGE_FIRST", "1"}, {"JLLM_ATTN_MINCHUNK", "1"}, {"JLLM_ATTN_SPLITS", "32"}},
+       VariantCases::kAttention},
+      {"attention_merge_one_fence",
+       {{"JLLM_ATTN_MERGE_ONE_FENCE", "1"}, {"JLLM_ATTN_MINCHUNK", "1"}, {"JLLM_ATTN_SPLITS", "32"}},
        VariantCases::kAttention},
       {"attention_rows_merge_first",
-       {{"JLLM_ATTN_KERNEL", "2"}, {"JLLM_ATTN_MERGE_FIRST", "1"}, {"JLLM_ATTN_MINCHUNK", "1"}, {"JLLM_ATTN_SPLITS", "16"}},
+       {{"JLLM_ATTN_KERNEL", "2"},
+        {"JLLM_ATTN_MERGE_FIRST", "1"},
+        {"JLLM_ATTN_MINCHUNK", "1"},
+        {"JLLM_ATTN_SPLITS", "16"}},
        VariantCases::kAttention},
       {"attention_decode_merge_first",
-       {{"JLLM_ATTN_KERNEL", "1"}, {"JLLM_ATTN_MERGE_FIRST", "1"}, {"JLLM_ATTN_MINCHUNK", "1"}, {"JLLM_ATTN_SPLITS", "32"}},
+       {{"JLLM_ATTN_KERNEL", "1"},
+        {"JLLM_ATTN_MERGE_FIRST", "1"},
+        {"JLLM_ATTN_MINCHUNK", "1"},
+        {"JLLM_ATTN_SPLITS", "32"}},
        VariantCases::kAttention},
   };
 }

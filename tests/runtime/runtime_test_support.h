@@ -13,6 +13,7 @@
 #include "backends/backend.h"
 #include "backends/sampling.h"
 #include "frontends/gguf/synth_model.h"
+#include "ir/status.h"
 #include "gtest/gtest.h"
 #include "tests/support/temp_files.h"
 
@@ -43,6 +44,7 @@ class ScriptedBackend : public Backend {
     std::vector<int32_t> tokens;
     int64_t pos0;
     LogitsRows rows;
+    bool profiled = false;  // through Profile
   };
   using Next = std::function<int32_t(int64_t pos, int32_t token)>;
 
@@ -79,6 +81,15 @@ class ScriptedBackend : public Backend {
     }
     if (options.logits != nullptr) *options.logits = std::move(logits);
     return next;
+  }
+  // A step as Step runs it, recorded as profiled, timed as one "scripted" kernel.
+  absl::StatusOr<std::vector<KernelTiming>> Profile(absl::Span<const int32_t> tokens, int64_t pos0) override {
+    RETURN_IF_ERROR(Step(tokens, pos0, StepOptions{}).status());
+    if (calls_ != nullptr) calls_->back().profiled = true;
+    KernelTiming t;
+    t.name = "scripted";
+    t.calls = 1;
+    return std::vector<KernelTiming>{t};
   }
   absl::StatusOr<std::vector<std::vector<float>>> Evaluate(int64_t, int64_t,
                                                            absl::Span<const NamedInput>,

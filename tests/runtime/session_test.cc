@@ -3,6 +3,7 @@
 #include "runtime/session.h"
 
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "frontends/gguf/tokenizer_data.h"
@@ -238,6 +239,41 @@ TEST_F(SessionTest, PrefillRunsInChunks) {
   EXPECT_EQ(calls_[1].pos0, 2);
   EXPECT_EQ(calls_[2].pos0, 4);
   EXPECT_THAT(calls_[2].tokens, ElementsAre('e'));
+}
+
+// --profile at a long prompt's depth: the chunks before the last prefilled unprofiled, then the
+// last chunk and the decode step after it profiled at their positions.
+TEST_F(SessionTest, ProfileRunsTheStepsAtThePromptsDepth) {
+  Make(Bytes("abcdefgh"), {kImEnd}, 64, 'z', /*prefill_chunk=*/3);
+  auto profiles = session_->Profile(prompt_);
+  ASSERT_TRUE(profiles.ok()) << profiles.status();
+  ASSERT_EQ(calls_.size(), 4u);
+  const std::vector<std::tuple<std::vector<int32_t>, int64_t, bool>> want = {
+      {Bytes("abc"), 0, false}, {Bytes("def"), 3, false}, {Bytes("gh"), 6, true}, {Bytes("h"), 8, true}};
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(calls_[i].tokens, std::get<0>(want[i])) << i;
+    EXPECT_EQ(calls_[i].pos0, std::get<1>(want[i])) << i;
+    EXPECT_EQ(calls_[i].profiled, std::get<2>(want[i])) << i;
+  }
+  ASSERT_EQ(profiles->size(), 2u);
+  EXPECT_EQ((*profiles)[0].tokens, 2);
+  EXPECT_EQ((*profiles)[0].position, 6);
+  EXPECT_EQ((*profiles)[1].tokens, 1);
+  EXPECT_EQ((*profiles)[1].position, 8);
+  EXPECT_EQ((*profiles)[1].kernels.size(), 1u);
+
+  // A one-chunk prompt: its prefill at 0; a prompt that leaves no room for the decode step: an
+  // error that names the flag.
+  calls_.clear();
+  profiles = session_->Profile(Bytes("ab"));
+  ASSERT_TRUE(profiles.ok()) << profiles.status();
+  ASSERT_EQ(profiles->size(), 2u);
+  EXPECT_EQ((*profiles)[0].position, 0);
+  EXPECT_EQ((*profiles)[1].position, 2);
+  const std::vector<int32_t> full(64, 'a');
+  profiles = session_->Profile(full);
+  EXPECT_EQ(profiles.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(profiles.status().message(), HasSubstr("-c"));
 }
 
 TEST_F(SessionTest, ACachedPrefixIsReused) {

@@ -20,8 +20,8 @@
 // flight meanwhile, as is the appending CTA's unless that tile holds the new position.
 //
 // Constants (-D): JLLM_D, JLLM_H, JLLM_HK, JLLM_KV, JLLM_NSPLIT, JLLM_MINCHUNK, JLLM_NW,
-// JLLM_FUSED_HEAD (0/1), JLLM_NROT (rotated dimensions, with FUSED_HEAD), JLLM_MERGE_FIRST
-// (attention_merge.cuh).
+// JLLM_FUSED_HEAD (0/1), JLLM_NROT (rotated dimensions, with FUSED_HEAD), JLLM_MERGE_FIRST,
+// JLLM_MERGE_ONE_FENCE (attention_merge.cuh).
 #include "attention_merge.cuh"
 #include "head_transform.cuh"
 #include "kernel_args.h"
@@ -47,7 +47,7 @@ constexpr int kPitch = kD + 1;
 constexpr int kPartial = jllm::cuda::geometry::AttentionPartialFloats(kD);
 constexpr int kChunks = kTile * (kD / 8);  // 8-element pieces of a K (or V) tile
 constexpr int kLoads = (kChunks + kThreads - 1) / kThreads;  // pieces per thread
-using Merge = AttentionMerge<kG, kD, kSplits, kThreads, JLLM_MERGE_FIRST>;
+using Merge = AttentionMerge<kG, kD, kSplits, kThreads, JLLM_MERGE_FIRST, JLLM_MERGE_ONE_FENCE>;
 constexpr bool kFusedHead = JLLM_FUSED_HEAD;
 #ifndef JLLM_NROT
 #define JLLM_NROT 0

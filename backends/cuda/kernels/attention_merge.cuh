@@ -5,7 +5,11 @@
 // kFirst 0 (JLLM_MERGE_FIRST), every (max, sum), then every acc, 8 splits in flight at a time;
 // kFirst 1, the first kMergeBatch splits' accs with the (max, sum)s in one round trip of L2 (at
 // 8k positions 16 splits are active: one round instead of three after the ticket), the rest in
-// batches after. The sums are the same in the same order either way.
+// batches after. The sums are the same in the same order either way. The ticket: kOneFence 0
+// (JLLM_MERGE_ONE_FENCE), every thread fences its partial's writes before the barrier; 1, thread
+// 0 fences once after it (the barrier orders the CTA's writes before its fence, as cooperative
+// groups' grid barrier does), takes the ticket, and the last CTA's thread 0 fences again before
+// the barrier that lets its threads read the other splits' partials.
 #pragma once
 
 #include "jllm_common.cuh"
@@ -40,7 +44,7 @@ __device__ __forceinline__ AttentionSplit SplitOfStep(const jllm::cuda::Attentio
   return s;
 }
 
-template <int kG, int kD, int kSplits, int kThreads, bool kFirst>
+template <int kG, int kD, int kSplits, int kThreads, bool kFirst, bool kOneFence>
 struct AttentionMerge {
   static constexpr int kPartial = jllm::cuda::geometry::AttentionPartialFloats(kD);
   static constexpr int kPairs = (kG * kD + kThreads - 1) / kThreads;  // (head, d) per thread
@@ -87,12 +91,23 @@ struct AttentionMerge {
 
   // Called by every thread of every CTA of kv head hk, after its partials are written.
   static __device__ __forceinline__ void IfLast(const jllm::cuda::AttentionArgs& args, int hk, int active, Smem& sm) {
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) sm.ticket = atomicAdd(&args.counters[hk], 1u);
-    __syncthreads();
-    if (sm.ticket != kSplits - 1) return;
-    __threadfence();
+    if constexpr (kOneFence) {
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        __threadfence();
+        sm.ticket = atomicAdd(&args.counters[hk], 1u);
+        if (sm.ticket == kSplits - 1) __threadfence();
+      }
+      __syncthreads();
+      if (sm.ticket != kSplits - 1) return;
+    } else {
+      __threadfence();
+      __syncthreads();
+      if (threadIdx.x == 0) sm.ticket = atomicAdd(&args.counters[hk], 1u);
+      __syncthreads();
+      if (sm.ticket != kSplits - 1) return;
+      __threadfence();
+    }
     const float* parts = args.partials + static_cast<long long>(hk * kG) * kSplits * kPartial;
     // Batch sp0's accs into v (zeros past the active splits and the (head, d) pairs).
     float v[kPairs][kMergeBatch];

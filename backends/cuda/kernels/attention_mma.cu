@@ -42,7 +42,8 @@
 // without registers, shared memory or a wait.
 //
 // Constants (-D): JLLM_D (64 or 128), JLLM_H, JLLM_HK, JLLM_NSPLIT, JLLM_MINCHUNK, JLLM_NW,
-// JLLM_EARLY, JLLM_RING, JLLM_AHEAD, JLLM_MERGE_FIRST (attention_merge.cuh).
+// JLLM_EARLY, JLLM_RING, JLLM_AHEAD, JLLM_MERGE_FIRST, JLLM_MERGE_ONE_FENCE
+// (attention_merge.cuh).
 #include "attention_merge.cuh"
 #include "kernel_args.h"
 #include "kv_cache.cuh"
@@ -73,7 +74,7 @@ constexpr int kVLoads = kD / 64;     // 16-byte pieces of a V row's lane share (
 // A lane's pieces of a tile: K's (n tile c, piece i) at c·kKLoads + i, then V's (row r of the
 // four, piece i) at 2·kKLoads + r·kVLoads + i.
 constexpr int kPieces = 2 * kKLoads + 4 * kVLoads;
-using Merge = AttentionMerge<kG, kD, kSplits, kThreads, JLLM_MERGE_FIRST>;
+using Merge = AttentionMerge<kG, kD, kSplits, kThreads, JLLM_MERGE_FIRST, JLLM_MERGE_ONE_FENCE>;
 
 static_assert(kH % kHk == 0, "GQA: H a multiple of Hkv");
 static_assert(geo::AttentionMmaSupported(kG, kD), "G <= 8 heads (MMA rows), D 64 or 128");

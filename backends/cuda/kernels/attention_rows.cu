@@ -15,7 +15,7 @@
 // context costs two dependent round trips (K, then V) and one CTA barrier.
 //
 // Constants (-D): JLLM_D, JLLM_H, JLLM_HK, JLLM_KV, JLLM_NSPLIT, JLLM_MINCHUNK, JLLM_NW,
-// JLLM_MERGE_FIRST (attention_merge.cuh).
+// JLLM_MERGE_FIRST, JLLM_MERGE_ONE_FENCE (attention_merge.cuh).
 #include "attention_merge.cuh"
 #include "kernel_args.h"
 #include "kv_cache.cuh"
@@ -39,7 +39,7 @@ constexpr int kTile = 32;                 // positions per warp step: one per la
 constexpr int kPieces = kD / 8;           // 8-element pieces of a row
 constexpr int kLpr = kPieces;             // lanes per V row
 constexpr int kRowsPerLoad = 32 / kLpr;   // V rows per warp load instruction
-using Merge = AttentionMerge<kG, kD, kSplits, kThreads, JLLM_MERGE_FIRST>;
+using Merge = AttentionMerge<kG, kD, kSplits, kThreads, JLLM_MERGE_FIRST, JLLM_MERGE_ONE_FENCE>;
 
 static_assert(kH % kHk == 0, "GQA: H a multiple of Hkv");
 static_assert(geo::AttentionRowsSupported(kD), "D / 8 lanes hold a V row");

@@ -48,7 +48,7 @@ static_assert(static_cast<int>(ir::KvDType::kF16) == 0 && static_cast<int>(ir::K
 // JLLM_GEMV_SPREAD, JLLM_GEMV_LATE_NORM, JLLM_GEMV_LAZY_SCALE, JLLM_GEMV_PAIRS, JLLM_GEMV_PAIRS_MIN_MIB;
 // JLLM_GEMM_MMA, JLLM_PREFETCH (lowering.h), JLLM_GEMM_BN, JLLM_GEMM_BM, JLLM_GEMM_XSPLIT,
 // JLLM_GEMM_MINB, JLLM_GEMM_PAIR; JLLM_ATTN_SPLITS, JLLM_ATTN_MINCHUNK, JLLM_ATTN_NW, JLLM_ATTN_RING,
-// JLLM_ATTN_AHEAD, JLLM_ATTN_MERGE_FIRST (decode attention). A value that cannot be used is ignored with a warning.
+// JLLM_ATTN_AHEAD, JLLM_ATTN_MERGE_FIRST, JLLM_ATTN_MERGE_ONE_FENCE (decode attention). A value that cannot be used is ignored with a warning.
 // GEMV (docs/PERF.md, "GEMV v3", "int16 activations", "shared-memory ring"): two rows (or the
 // same rows of gate and up) per warp item, their 16-byte steps staged through a ring of RING
 // shared-memory slots per warp (bulk copies on sm_90, cp.async before), registers capped for
@@ -162,6 +162,9 @@ constexpr int kAttnAhead = 0;
 // The last CTA of a kv head loads the first splits' partial accs with their (max, sum)s, in one
 // round trip of L2 (1), or after them (0); attention_merge.cuh. JLLM_ATTN_MERGE_FIRST.
 constexpr int kAttnMergeFirst = 0;
+// The splits' ticket behind one fence of one thread (1) or a fence of every thread (0);
+// attention_merge.cuh. JLLM_ATTN_MERGE_ONE_FENCE.
+constexpr int kAttnMergeOneFence = 0;
 constexpr int kAttnSplits = 32;  // at most; 2 CTAs an SM of the target (attention_decode.cu)
 constexpr int kAttnMinChunk = 64;  // positions: fewer, fuller splits at short context
 constexpr int kAttnDecodeWarps = 4;
@@ -1034,6 +1037,8 @@ class Lowerer {
     defines.push_back(D("JLLM_NSPLIT", splits));
     defines.push_back(
         D("JLLM_MERGE_FIRST", TuningOverride("JLLM_ATTN_MERGE_FIRST", kAttnMergeFirst, /*min=*/0, /*max=*/1)));
+    defines.push_back(D("JLLM_MERGE_ONE_FENCE",
+                        TuningOverride("JLLM_ATTN_MERGE_ONE_FENCE", kAttnMergeOneFence, /*min=*/0, /*max=*/1)));
     defines.push_back(D("JLLM_NW", nw));
     {
       KernelSpec s = Base(kernel + ".cu", kernel, absl::StrCat(kernel, " ", shape, head != nullptr ? " +head_ops" : ""),
