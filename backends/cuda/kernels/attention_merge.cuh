@@ -1,5 +1,5 @@
-// The end of split decode attention (flash-decoding), shared by attention_decode.cu and
-// attention_rows.cu: each CTA (kv head, split) has written its G heads' partials — [D]
+// The end of split decode attention (flash-decoding), shared by attention_decode.cu,
+// attention_rows.cu and attention_mma.cu: each CTA (kv head, split) has written its G heads' partials — [D]
 // unnormalized acc, then max and sum, per (head, split) — and the last CTA of the kv head to
 // finish (a ticket counter, reset after) merges the active splits in a fixed order. Its loads:
 // kFirst 0 (JLLM_MERGE_FIRST), every (max, sum), then every acc, 8 splits in flight at a time;

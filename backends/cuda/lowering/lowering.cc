@@ -48,7 +48,8 @@ static_assert(static_cast<int>(ir::KvDType::kF16) == 0 && static_cast<int>(ir::K
 // JLLM_GEMV_SPREAD, JLLM_GEMV_LATE_NORM, JLLM_GEMV_LAZY_SCALE, JLLM_GEMV_PAIRS, JLLM_GEMV_PAIRS_MIN_MIB;
 // JLLM_GEMM_MMA, JLLM_PREFETCH (lowering.h), JLLM_GEMM_BN, JLLM_GEMM_BM, JLLM_GEMM_XSPLIT,
 // JLLM_GEMM_MINB, JLLM_GEMM_PAIR; JLLM_ATTN_SPLITS, JLLM_ATTN_MINCHUNK, JLLM_ATTN_NW, JLLM_ATTN_RING,
-// JLLM_ATTN_AHEAD, JLLM_ATTN_MERGE_FIRST, JLLM_ATTN_MERGE_ONE_FENCE (decode attention). A value that cannot be used is ignored with a warning.
+// JLLM_ATTN_AHEAD, JLLM_ATTN_MERGE_FIRST, JLLM_ATTN_MERGE_ONE_FENCE (decode attention). A value
+// that cannot be used is ignored with a warning.
 // GEMV (docs/PERF.md, "GEMV v3", "int16 activations", "shared-memory ring"): two rows (or the
 // same rows of gate and up) per warp item, their 16-byte steps staged through a ring of RING
 // shared-memory slots per warp (bulk copies on sm_90, cp.async before), registers capped for
