@@ -163,7 +163,8 @@ TEST(EmuModelTest, LockstepWithCpuRefHeadOpsInTheQkvGemv) {
 // JLLM_TRACE=1: every kernel is built to stamp the step's trace, and a profiled decode step also
 // runs as its captured graph does: each decode kernel gets its time on the step's critical path
 // (the emulation runs one kernel after another, so their sum is the step), the GEMVs the time
-// they staged x in and streamed their weights in, and nothing the step computes changes.
+// they staged x in and streamed their weights in (decode attention: q staged, its tiles), and
+// nothing the step computes changes.
 TEST(EmuModelTest, TracedDecodeStepPutsEveryKernelOnTheTimeline) {
   const ir::Graph graph = Lowered(true);
   BlobWeightSource weights(Blob());
@@ -181,22 +182,27 @@ TEST(EmuModelTest, TracedDecodeStepPutsEveryKernelOnTheTimeline) {
       auto timings = (*gpu)->Profile(std::vector<int32_t>{44}, 5);
       EXPECT_TRUE(timings.ok()) << timings.status();
       if (!timings.ok()) return decode;
-      int gemvs = 0;
+      int gemvs = 0, attentions = 0;
       double step = 0;
       for (const KernelTiming& k : *timings) {
         EXPECT_GT(k.step_us, 0) << k.name;
         EXPECT_GE(k.spread_us, 0) << k.name;
         step += k.step_us;
-        if (absl::StartsWith(k.name, "gemv ")) {
-          ++gemvs;
+        // The GEMVs mark x staged and their stream's end, attention_mma.cu q staged and its
+        // warps' last tiles; no other kernel marks.
+        const bool gemv = absl::StartsWith(k.name, "gemv "), attention = absl::StartsWith(k.name, "attention_mma ");
+        gemvs += gemv;
+        attentions += attention;
+        if (gemv || attention) {
           EXPECT_GT(k.staged_us, 0) << k.name;
           EXPECT_GT(k.stream_us, 0) << k.name;
           EXPECT_GE(k.tail_us, 0) << k.name;
         } else {
-          EXPECT_EQ(k.staged_us + k.stream_us + k.tail_us, 0) << k.name;  // no other kernel marks
+          EXPECT_EQ(k.staged_us + k.stream_us + k.tail_us, 0) << k.name;
         }
       }
       EXPECT_GE(gemvs, 5);  // QKV, attention output, gate+up, down, logits
+      EXPECT_EQ(attentions, 1);  // the layers' decode attention, one row of the table
       EXPECT_GT(step, 0);
     }
     return decode;
