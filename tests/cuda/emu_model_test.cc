@@ -93,20 +93,21 @@ absl::StatusOr<std::unique_ptr<Backend>> LoadEmulated(const ir::Graph& graph, co
   return gpu;
 }
 
+const std::vector<int32_t> kHelloWorld = {72, 101, 108, 108, 111, 44, 32, 119, 111, 114, 108, 100};
+
 // Six greedy steps of the emulated backend in lockstep with cpu_ref (runtime/validate.h).
-void CheckLockstepWithCpuRef(bool passes_on) {
+void CheckLockstepWithCpuRef(bool passes_on, const std::vector<int32_t>& prompt = kHelloWorld) {
   const ir::Graph graph = Lowered(passes_on);
   BlobWeightSource weights(Blob());
   BackendOptions bo;
   bo.max_context = 64;
-  bo.max_step_tokens = 16;
+  bo.max_step_tokens = std::max<int64_t>(16, static_cast<int64_t>(prompt.size()));  // one prefill step
   bo.n_threads = 2;
   auto cpu = CreateCpuRefBackend();
   auto gpu = EmulatedCuda();
   ASSERT_TRUE(cpu->Load(graph, weights, bo).ok());
   absl::Status st = gpu->Load(graph, weights, bo);
   ASSERT_TRUE(st.ok()) << st;
-  const std::vector<int32_t> prompt = {72, 101, 108, 108, 111, 44, 32, 119, 111, 114, 108, 100};
   SamplingParams greedy;
   greedy.temperature = 0;
   auto report = runtime::ValidateLockstep(*cpu, *gpu, prompt, 6, greedy);
@@ -158,6 +159,29 @@ TEST(EmuModelTest, LockstepWithCpuRefHeadOpsInTheQkvGemv) {
   EXPECT_EQ(head_ops, 0);
   EXPECT_EQ(tails, 4);  // one a layer
   CheckLockstepWithCpuRef(true);
+}
+
+// attention_mma.cu's warps grabbing tiles from a counter per kv head (JLLM_ATTN_DYNAMIC), one
+// warp a CTA on two splits: at 41..46 positions split 0 takes tile 0, split 1 tile 1 and the
+// grabs the rest (the emulation runs CTAs in turn: split 0's warp all of them). Each step's
+// grabs start where the merging CTA reset the counter, so a counter left over from the step
+// before would skip tiles and move the logits.
+TEST(EmuModelTest, LockstepWithCpuRefAttentionTilesGrabbed) {
+  ::jllm::testing::ScopedEnv env(std::vector<std::pair<std::string, std::string>>{
+      {"JLLM_ATTN_DYNAMIC", "1"}, {"JLLM_ATTN_NW", "1"}, {"JLLM_ATTN_SPLITS", "2"}, {"JLLM_ATTN_MINCHUNK", "1"}});
+  auto lg = LowerGraph(Lowered(true));
+  ASSERT_TRUE(lg.ok()) << lg.status();
+  int grabbing = 0;
+  for (const NodeLowering& nl : lg->nodes) {
+    for (const Launch& l : nl.decode) {
+      grabbing += absl::StrContains(lg->specs[l.spec].defines, "JLLM_DYNAMIC=1") &&
+                  absl::StrContains(lg->specs[l.spec].defines, "JLLM_NSPLIT=2");
+    }
+  }
+  EXPECT_EQ(grabbing, 4);  // one attention_mma.cu a layer
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 40; ++i) prompt.push_back(kHelloWorld[i % kHelloWorld.size()] + i);
+  CheckLockstepWithCpuRef(true, prompt);
 }
 
 // JLLM_TRACE=1: every kernel is built to stamp the step's trace, and a profiled decode step also

@@ -59,7 +59,12 @@ struct OpVariant {
 // tiles wrap around the ring and the newest position lies in a tile issued before the grid
 // wait (its pieces copied after it), the ring after the wait, and a split per position; and
 // with L2 prefetches of the tiles ahead (JLLM_ATTN_AHEAD: one warp a chunk, so that they land
-// past the chunk's end; and after the grid wait), and with its trace stamps. The splits' merge
+// past the chunk's end; and after the grid wait), and with its trace stamps; with the warps'
+// tiles grabbed from a counter (JLLM_ATTN_DYNAMIC; the emulation runs a launch's CTAs in turn,
+// so the first CTA grabs all that the static grabs leave): one split (the warps stride over the
+// grabs), one warp a CTA and three splits (tiles grabbed at 64 positions; after the grid wait),
+// grabs of three tiles on two splits (the second static grab ends past the sequence), and two
+// warps a CTA with a split per position (splits without a grab: empty partials). The splits' merge
 // with the first batch of accs loaded with the maxima (JLLM_ATTN_MERGE_FIRST), for each kernel
 // with a split per position (up to 32 splits: two batches of 16 on the two-pair kernels), and
 // attention_mma.cu's also with the ticket behind one fence (JLLM_ATTN_MERGE_ONE_FENCE). The QKV
@@ -185,6 +190,17 @@ inline std::vector<OpVariant> CudaKernelVariants() {
        VariantCases::kAttention},
       {"attention_mma_ahead1_late", {{"JLLM_ATTN_AHEAD", "1"}, {"JLLM_ATTN_EARLY", "0"}}, VariantCases::kAttention},
       {"attention_mma_traced", {{"JLLM_TRACE", "1"}}, VariantCases::kAttention},
+      {"attention_mma_dynamic1", {{"JLLM_ATTN_DYNAMIC", "1"}}, VariantCases::kAttention},
+      {"attention_mma_dynamic1_nw1_split3_late",
+       {{"JLLM_ATTN_DYNAMIC", "1"}, {"JLLM_ATTN_NW", "1"}, {"JLLM_ATTN_SPLITS", "3"}, {"JLLM_ATTN_MINCHUNK", "1"},
+        {"JLLM_ATTN_EARLY", "0"}},
+       VariantCases::kAttention},
+      {"attention_mma_dynamic3_nw1_split2",
+       {{"JLLM_ATTN_DYNAMIC", "3"}, {"JLLM_ATTN_NW", "1"}, {"JLLM_ATTN_SPLITS", "2"}, {"JLLM_ATTN_MINCHUNK", "1"}},
+       VariantCases::kAttention},
+      {"attention_mma_dynamic2_chunk1",
+       {{"JLLM_ATTN_DYNAMIC", "2"}, {"JLLM_ATTN_NW", "2"}, {"JLLM_ATTN_SPLITS", "32"}, {"JLLM_ATTN_MINCHUNK", "1"}},
+       VariantCases::kAttention},
       {"attention_merge_first",
        {{"JLLM_ATTN_MERGE_FIRST", "1"}, {"JLLM_ATTN_MINCHUNK", "1"}, {"JLLM_ATTN_SPLITS", "32"}},
        VariantCases::kAttention},

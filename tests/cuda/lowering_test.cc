@@ -331,6 +331,33 @@ TEST(Lowering, AttentionPrefetchAheadOnlyOnTheRegisterTiles) {
   EXPECT_EQ(ahead({{"JLLM_ATTN_AHEAD", "2"}, {"JLLM_ATTN_RING", "2"}}), Defines{"JLLM_AHEAD=0"});
 }
 
+// JLLM_ATTN_DYNAMIC: attention_mma.cu's grabs of tiles, 0 by default, only on the register tiles,
+// and it takes AHEAD's place (the prefetch follows fixed chunks); the decode launch counts a
+// grab counter per kv head after the tickets either way.
+TEST(Lowering, AttentionDynamicGrabsOnlyOnTheRegisterTiles) {
+  auto g = testing::PresetGraph("4b");
+  ASSERT_TRUE(g.ok()) << g.status();
+  using Defines = std::set<std::string>;
+  auto lower = [&](std::vector<std::pair<std::string, std::string>> vars) {
+    ::jllm::testing::ScopedEnv env(vars);
+    auto lg = LowerGraph(*g, nullptr, LoweringTarget{kSmemPerBlockSm90});
+    EXPECT_TRUE(lg.ok()) << lg.status();
+    Defines out;
+    for (const Launch* l : DecodeLaunches(*lg)) {
+      if (l->kind != LaunchKind::kAttentionDecode) continue;
+      EXPECT_EQ(l->workspace_counters, 2 * 8) << "4b: 8 kv heads";
+      for (absl::string_view d : absl::StrSplit(lg->specs[l->spec].defines, ' ')) {
+        if (absl::StartsWith(d, "JLLM_DYNAMIC=") || absl::StartsWith(d, "JLLM_AHEAD=")) out.insert(std::string(d));
+      }
+    }
+    return out;
+  };
+  EXPECT_EQ(lower({}), (Defines{"JLLM_DYNAMIC=0", "JLLM_AHEAD=0"}));
+  EXPECT_EQ(lower({{"JLLM_ATTN_DYNAMIC", "2"}}), (Defines{"JLLM_DYNAMIC=2", "JLLM_AHEAD=0"}));
+  EXPECT_EQ(lower({{"JLLM_ATTN_DYNAMIC", "2"}, {"JLLM_ATTN_AHEAD", "2"}}), (Defines{"JLLM_DYNAMIC=2", "JLLM_AHEAD=0"}));
+  EXPECT_EQ(lower({{"JLLM_ATTN_DYNAMIC", "2"}, {"JLLM_ATTN_RING", "2"}}), (Defines{"JLLM_DYNAMIC=0", "JLLM_AHEAD=0"}));
+}
+
 // An architecture's shared memory per CTA (cudaDevAttrMaxSharedMemoryPerBlockOptin of its cards);
 // one not known, or a name that is not one, gets the smallest.
 TEST(LoweringTarget, SharedMemoryOfEachArchitecture) {

@@ -89,8 +89,10 @@ struct AttentionMerge {
     }
   }
 
-  // Called by every thread of every CTA of kv head hk, after its partials are written.
-  static __device__ __forceinline__ void IfLast(const jllm::cuda::AttentionArgs& args, int hk, int active, Smem& sm) {
+  // Called by every thread of every CTA of kv head hk, after its partials are written. The last
+  // resets the ticket and, if given, a counter of the CTAs' own (attention_mma.cu's grabs).
+  static __device__ __forceinline__ void IfLast(const jllm::cuda::AttentionArgs& args, int hk, int active, Smem& sm,
+                                                unsigned* also_reset = nullptr) {
     if constexpr (kOneFence) {
       __syncthreads();
       if (threadIdx.x == 0) {
@@ -163,7 +165,10 @@ struct AttentionMerge {
       const int i = threadIdx.x + kThreads * k, g = i / kD, d = i % kD;
       if (i < kG * kD) args.out[(hk * kG + g) * kD + d] = a[k] * sm.inv_sum[g];
     }
-    if (threadIdx.x == 0) args.counters[hk] = 0;
+    if (threadIdx.x == 0) {
+      args.counters[hk] = 0;
+      if (also_reset != nullptr) *also_reset = 0;
+    }
   }
 };
 

@@ -41,8 +41,18 @@
 // register loads hit L2 while HBM streams the tiles after them — more of the cache in flight
 // without registers, shared memory or a wait.
 //
+// JLLM_DYNAMIC n >= 1 (RING 0 and AHEAD 0 only): the warps take the sequence in grabs of n tiles
+// instead of fixed chunks — warp w of split s its grab s·NW + w first (loaded early as above),
+// then, with more than one split active, the grab after the static ones that its kv head's
+// counter (counters[HK + hk], reset by the merging CTA) hands out, asked for at the start of
+// the grab before so the round trip hides behind it. The CTAs that the memory system serves
+// first take more of the cache, so they end together (at 8k the slowest of 128 equal CTAs
+// ended 4.2 µs after the median: docs/PERF.md). A warp's softmax does not care which positions
+// it sees; the partials and merges stay per split (the sums' order varies from run to run).
+// With one split active its warps stride over the grabs.
+//
 // Constants (-D): JLLM_D (64 or 128), JLLM_H, JLLM_HK, JLLM_NSPLIT, JLLM_MINCHUNK, JLLM_NW,
-// JLLM_EARLY, JLLM_RING, JLLM_AHEAD, JLLM_MERGE_FIRST, JLLM_MERGE_ONE_FENCE
+// JLLM_EARLY, JLLM_RING, JLLM_AHEAD, JLLM_DYNAMIC, JLLM_MERGE_FIRST, JLLM_MERGE_ONE_FENCE
 // (attention_merge.cuh).
 #include "attention_merge.cuh"
 #include "kernel_args.h"
@@ -64,6 +74,7 @@ constexpr int kNw = JLLM_NW;
 constexpr bool kEarly = JLLM_EARLY;
 constexpr int kRing = JLLM_RING;
 constexpr int kAhead = JLLM_AHEAD;
+constexpr int kDynamic = JLLM_DYNAMIC;  // tiles a grab; 0: fixed chunks
 constexpr int kThreads = 32 * kNw;
 constexpr int kTile = 16;            // positions per warp step: one MMA k step of P · V
 constexpr int kKSteps = kD / 16;     // of S = Q · K^T
@@ -82,6 +93,7 @@ static_assert(kMinChunk >= 1, "MINCHUNK >= 1");
 static_assert(geo::AttentionRowsSmemBytes(kG, kD, kNw) <= geo::kAttnRowsSmemMax, "the warps' merge fits");
 static_assert(kRing == 0 || (kRing >= 2 && kRing <= 8), "RING 0 (registers) or 2..8 tiles");
 static_assert(kAhead >= 0 && (kAhead == 0 || kRing == 0), "AHEAD with the register tiles only");
+static_assert(kDynamic >= 0 && (kDynamic == 0 || (kRing == 0 && kAhead == 0)), "DYNAMIC: register tiles, no AHEAD");
 static_assert(kPieces * 32 * 16 == geo::AttentionMmaTileBytes(kD), "launch_geometry.h sizes a ring slot as this");
 
 __device__ __forceinline__ jllm_u32 PackHalves(jllm_u16 lo, jllm_u16 hi) { return jllm_u32{lo} | (jllm_u32{hi} << 16); }
@@ -110,7 +122,7 @@ JLLM_KERNEL(attention_mma, jllm::cuda::AttentionArgs, kThreads, 1) {
   const AttentionSplit sp = SplitOfStep<kSplits, kMinChunk, !kEarly>(args, split);
   const int active = sp.active;
   if (split >= active && active == 1) return;      // nothing to merge with
-  const int p_begin = sp.p_begin, p_end = sp.p_end;
+  const int p_begin = sp.p_begin, p_end = kDynamic > 0 ? sp.n_pos : sp.p_end;  // DYNAMIC: any warp, any tile
 
   if (split < active) {
     const jllm_u16* kc = static_cast<const jllm_u16*>(args.k_cache) + static_cast<long long>(hk) * args.max_ctx * kD;
@@ -139,7 +151,8 @@ JLLM_KERNEL(attention_mma, jllm::cuda::AttentionArgs, kThreads, 1) {
       return rows == kAll || (rows == kOld ? p != p_new : p == p_new);
     };
     uint4 tile[kPieces];  // the tile being computed
-    const int first = p_begin + kTile * warp;  // the warp's tiles: first + kTile·kNw·k
+    // The warp's tiles: first + kTile·kNw·k, or (DYNAMIC) its grabs' from its static one on.
+    const int first = kDynamic > 0 ? kTile * kDynamic * (split * kNw + warp) : p_begin + kTile * warp;
     const int n_tiles = first < p_end ? (p_end - first + kTile * kNw - 1) / (kTile * kNw) : 0;
     auto base_of = [&](int k) { return first + kTile * kNw * k; };
     auto has_new = [&](int base) { return base <= p_new && p_new < base + kTile; };
@@ -216,10 +229,10 @@ JLLM_KERNEL(attention_mma, jllm::cuda::AttentionArgs, kThreads, 1) {
       }
       jllm_cp_async_commit();
     } else if constexpr (kEarly) {
-      if (n_tiles > 0) load_tile(first, kOld);
+      if (first < p_end) load_tile(first, kOld);
       JLLM_GRID_WAIT();  // q and the newest cache row come from head_ops
       JLLM_LAUNCH_DEPENDENTS();
-      if (n_tiles > 0) load_tile(first, kNew);
+      if (first < p_end) load_tile(first, kNew);
     }
     // q of head g (zero past G) as A fragments hi + lo: k steps 2i, 2i + 1 take dimensions
     // 8(4i + t) .. + 3 and + 4 .. + 7, as the K pieces hold them.
@@ -239,8 +252,9 @@ JLLM_KERNEL(attention_mma, jllm::cuda::AttentionArgs, kThreads, 1) {
     float o[kNTiles][4];              // O's accumulators; [j][0..1]: head g, n tile j columns 2t, 2t + 1
 #pragma unroll
     for (int j = 0; j < kNTiles; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
-    for (int k = 0; k < n_tiles; ++k) {
-      const int base = base_of(k);
+    // One tile of the warp's at base (its k-th): loaded unless the early load has it, then both
+    // products and the online softmax.
+    auto step = [&](int k, int base) {
       if constexpr (kAhead > 0) prefetch_tile(k + kAhead);
       if constexpr (kRing > 0) {
         // Group accounting (this lane's): before the issue below, RING + k groups are
@@ -320,6 +334,21 @@ JLLM_KERNEL(attention_mma, jllm::cuda::AttentionArgs, kThreads, 1) {
         jllm_mma_f16_16x8x16(o[j], p_hi, b);
         jllm_mma_f16_16x8x16(o[j], p_lo, b);
       }
+    };
+    if constexpr (kDynamic == 0) {
+      for (int k = 0; k < n_tiles; ++k) step(k, base_of(k));
+    } else {
+      constexpr int kGrab = kTile * kDynamic;  // positions
+      const bool counted = active > 1;         // else one CTA: no ticket resets a counter
+      unsigned* const counter = args.counters + kHk + hk;
+      int k = 0;
+      for (int at = first; at < p_end;) {
+        unsigned next = 0;  // lane 0's; read after the grab, so the round trip overlaps it
+        if (counted && lane == 0) next = atomicAdd(counter, 1u);
+#pragma unroll 1
+        for (int base = at; base < min(at + kGrab, p_end); base += kTile) step(k++, base);
+        at = counted ? kGrab * (active * kNw + static_cast<int>(__shfl_sync(0xffffffffu, next, 0))) : at + kGrab * kNw;
+      }
     }
     JLLM_TRACE_STREAMED();  // the trace's "stream" ends at the last warp's last tile, its "tail" is the merges
     // The warp's (max, sum, acc) to shared memory: lane (g, t) holds head g's columns 2t and
@@ -340,5 +369,5 @@ JLLM_KERNEL(attention_mma, jllm::cuda::AttentionArgs, kThreads, 1) {
     JLLM_GRID_WAIT();  // the other splits' partials come after it
     JLLM_LAUNCH_DEPENDENTS();
   }
-  Merge::IfLast(args, hk, active, merge);
+  Merge::IfLast(args, hk, active, merge, kDynamic > 0 ? args.counters + kHk + hk : nullptr);
 }

@@ -152,7 +152,7 @@ struct AttentionArgs {
   const int* pos;
   float* out;
   float* partials;     // decode: [H][NSPLIT][D + 2] (acc, max, sum)
-  unsigned* counters;  // decode: one per kv head, zero between launches
+  unsigned* counters;  // decode: two per kv head (tickets, then attention_mma.cu's grabs), zero between launches
   int max_ctx;         // cache positions per kv head
   float scale;         // applied to q·k before the softmax
   int n_tokens;

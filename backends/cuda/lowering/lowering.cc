@@ -48,7 +48,7 @@ static_assert(static_cast<int>(ir::KvDType::kF16) == 0 && static_cast<int>(ir::K
 // JLLM_GEMV_SPREAD, JLLM_GEMV_LATE_NORM, JLLM_GEMV_LAZY_SCALE, JLLM_GEMV_PAIRS, JLLM_GEMV_PAIRS_MIN_MIB;
 // JLLM_GEMM_MMA, JLLM_PREFETCH (lowering.h), JLLM_GEMM_BN, JLLM_GEMM_BM, JLLM_GEMM_XSPLIT,
 // JLLM_GEMM_MINB, JLLM_GEMM_PAIR; JLLM_ATTN_SPLITS, JLLM_ATTN_MINCHUNK, JLLM_ATTN_NW, JLLM_ATTN_RING,
-// JLLM_ATTN_AHEAD, JLLM_ATTN_MERGE_FIRST, JLLM_ATTN_MERGE_ONE_FENCE (decode attention). A value
+// JLLM_ATTN_AHEAD, JLLM_ATTN_DYNAMIC, JLLM_ATTN_MERGE_FIRST, JLLM_ATTN_MERGE_ONE_FENCE (decode attention). A value
 // that cannot be used is ignored with a warning.
 // GEMV (docs/PERF.md, "GEMV v3", "int16 activations", "shared-memory ring"): two rows (or the
 // same rows of gate and up) per warp item, their 16-byte steps staged through a ring of RING
@@ -160,6 +160,9 @@ constexpr int kAttnRing = 0;
 // attention_mma.cu's register tiles ask L2 for the tile this many steps ahead of a warp's current
 // one (JLLM_ATTN_AHEAD; 0: none). Only without a ring.
 constexpr int kAttnAhead = 0;
+// attention_mma.cu's warps take the sequence in grabs of this many tiles from a counter per kv
+// head (JLLM_ATTN_DYNAMIC; 0: fixed chunks per split). Only on the register tiles, without AHEAD.
+constexpr int kAttnDynamic = 0;
 // The last CTA of a kv head loads the first splits' partial accs with their (max, sum)s, in one
 // round trip of L2 (1), or after them (0); attention_merge.cuh. JLLM_ATTN_MERGE_FIRST.
 constexpr int kAttnMergeFirst = 0;
@@ -1024,8 +1027,12 @@ class Lowerer {
         }
         if (ring < 2) ring = 0;
         defines.push_back(D("JLLM_RING", ring));
-        defines.push_back(
-            D("JLLM_AHEAD", ring > 0 ? 0 : TuningOverride("JLLM_ATTN_AHEAD", kAttnAhead, /*min=*/0, /*max=*/16)));
+        const int64_t dynamic =
+            ring > 0 ? 0 : TuningOverride("JLLM_ATTN_DYNAMIC", kAttnDynamic, /*min=*/0, /*max=*/64);
+        defines.push_back(D("JLLM_DYNAMIC", dynamic));
+        defines.push_back(D("JLLM_AHEAD", ring > 0 || dynamic > 0
+                                              ? 0
+                                              : TuningOverride("JLLM_ATTN_AHEAD", kAttnAhead, /*min=*/0, /*max=*/16)));
       }
     } else {
       splits = std::clamp<int64_t>(TuningOverride("JLLM_ATTN_SPLITS", SplitsToFill(2, a.n_head_kv, kAttnSplits)), 1, 256);
@@ -1070,7 +1077,7 @@ class Lowerer {
       }
       l.spec = Add(std::move(s));
       l.workspace_floats = a.n_head * splits * geo::AttentionPartialFloats(static_cast<int>(a.head_dim));
-      l.workspace_counters = a.n_head_kv;
+      l.workspace_counters = 2 * a.n_head_kv;  // the splits' tickets, attention_mma.cu's grab counters
       nl.decode.push_back(l);
     }
     {
