@@ -184,6 +184,15 @@ TEST(EmuModelTest, LockstepWithCpuRefAttentionTilesGrabbed) {
   CheckLockstepWithCpuRef(true, prompt);
 }
 
+// JLLM_PREFETCH=2: attention_mma.cu's CTAs ask L2 for their shares of the attention output
+// projection after their streams (the emulation reads each share's ends: a range bound wrong
+// faults), the CTAs without positions at once; the logits do not move.
+TEST(EmuModelTest, LockstepWithCpuRefAttentionPrefetchingItsSuccessorLate) {
+  ::jllm::testing::ScopedEnv env(std::vector<std::pair<std::string, std::string>>{{"JLLM_PREFETCH", "2"}});
+  ASSERT_EQ(PrefetchMode(), 2);
+  CheckLockstepWithCpuRef(true);
+}
+
 // JLLM_TRACE=1: every kernel is built to stamp the step's trace, and a profiled decode step also
 // runs as its captured graph does: each decode kernel gets its time on the step's critical path
 // (the emulation runs one kernel after another, so their sum is the step), the GEMVs the time

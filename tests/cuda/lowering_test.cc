@@ -121,6 +121,47 @@ TEST(Lowering, HeadOpsAndAttentionPrefetchTheNextGemvsWeights) {
   EXPECT_EQ(attention, 36);
 }
 
+// JLLM_PREFETCH=2: attention alone prefetches, the attention output projection right after it
+// (not gate and up), and attention_mma.cu is built to ask for it at the end of its stream.
+TEST(Lowering, AttentionAlonePrefetchesItsSuccessorAfterItsStream) {
+  auto g = testing::PresetGraph("4b");
+  ASSERT_TRUE(g.ok()) << g.status();
+  ::jllm::testing::ScopedEnv env(std::vector<std::pair<std::string, std::string>>{{"JLLM_PREFETCH", "2"}});
+  ASSERT_EQ(PrefetchMode(), 2);
+  auto lg = LowerGraph(*g);
+  ASSERT_TRUE(lg.ok()) << lg.status();
+  const std::vector<const Launch*> launches = DecodeLaunches(*lg);
+  int attention = 0;
+  for (size_t i = 0; i < launches.size(); ++i) {
+    const Launch& l = *launches[i];
+    if (l.kind != LaunchKind::kAttentionDecode) {
+      EXPECT_FALSE(l.prefetch[0].present()) << "launch " << i;
+      continue;
+    }
+    ++attention;
+    EXPECT_TRUE(absl::StrContains(lg->specs[l.spec].defines, "JLLM_PREFETCH_LATE=1")) << lg->specs[l.spec].defines;
+    ASSERT_LT(i + 1, launches.size());
+    const Launch& next = *launches[i + 1];
+    ASSERT_EQ(next.kind, LaunchKind::kGemv);
+    const Operand& want = next.ops[slot::kGemvW0];
+    ASSERT_TRUE(l.prefetch[0].present());
+    EXPECT_EQ(l.prefetch[0].id, want.id);
+    EXPECT_NE(g->weights[want.id].name.find("attn_output"), std::string::npos) << g->weights[want.id].name;
+    const ir::WeightRef& w = g->weights[want.id];
+    EXPECT_EQ(l.prefetch_bytes[0], w.dim(1) * layout::RowStride(static_cast<int>(w.type), w.dim(0)));
+    EXPECT_FALSE(l.prefetch[1].present());
+  }
+  EXPECT_EQ(attention, 36);
+  ::jllm::testing::ScopedEnv one(std::vector<std::pair<std::string, std::string>>{{"JLLM_PREFETCH", "1"}});
+  auto early = LowerGraph(*g);
+  ASSERT_TRUE(early.ok()) << early.status();
+  for (const Launch* l : DecodeLaunches(*early)) {
+    if (l->kind == LaunchKind::kAttentionDecode) {
+      EXPECT_TRUE(absl::StrContains(early->specs[l->spec].defines, "JLLM_PREFETCH_LATE=0"));
+    }
+  }
+}
+
 // Decode attention takes over the layer's q/k norm + RoPE + KV append (JLLM_ATTN_FUSE_HEAD=1, with
 // attention_decode.cu: JLLM_ATTN_KERNEL=1): the head
 // op's node has no decode launch (its prefill launch stays), attention's reads that op's inputs

@@ -25,12 +25,17 @@ namespace jllm_kernels {
 // waits later): the position is the step state's, which the previous step's sampler advanced —
 // every kernel passes its own wait before it lets its successor start, so when attention starts
 // every kernel but its predecessor (head_ops: q and this position's cache row) is complete.
+// This CTA's share of the weights a later kernel reads (JLLM_PREFETCH), asked of L2.
+__device__ __forceinline__ void PrefetchNextWeights(const jllm::cuda::AttentionArgs& args) {
+  for (int i = 0; i < 2; ++i) jllm_prefetch_l2_share(args.prefetch.p[i], args.prefetch.bytes[i]);
+}
+
 struct AttentionSplit {
   int n_pos, active, p_begin, p_end;
 };
-template <int kSplits, int kMinChunk, bool kWait = true>
+template <int kSplits, int kMinChunk, bool kWait = true, bool kPrefetch = true>
 __device__ __forceinline__ AttentionSplit SplitOfStep(const jllm::cuda::AttentionArgs& args, int split) {
-  for (int i = 0; i < 2; ++i) jllm_prefetch_l2_share(args.prefetch.p[i], args.prefetch.bytes[i]);
+  if constexpr (kPrefetch) PrefetchNextWeights(args);
   if constexpr (kWait) {
     JLLM_GRID_WAIT();
     JLLM_LAUNCH_DEPENDENTS();

@@ -51,9 +51,14 @@
 // it sees; the partials and merges stay per split (the sums' order varies from run to run).
 // With one split active its warps stride over the grabs.
 //
+// JLLM_PREFETCH_LATE 1: the weights of a later kernel (JLLM_PREFETCH=2: the attention output
+// projection's) are asked of L2 once the CTA's warps have streamed their tiles — at long
+// context the end of attention (last tiles, fence, ticket, merge: ~7 µs a layer at 8k,
+// docs/PERF.md) leaves HBM idle — instead of at the start, where they compete with the cache.
+//
 // Constants (-D): JLLM_D (64 or 128), JLLM_H, JLLM_HK, JLLM_NSPLIT, JLLM_MINCHUNK, JLLM_NW,
-// JLLM_EARLY, JLLM_RING, JLLM_AHEAD, JLLM_DYNAMIC, JLLM_MERGE_FIRST, JLLM_MERGE_ONE_FENCE
-// (attention_merge.cuh).
+// JLLM_EARLY, JLLM_RING, JLLM_AHEAD, JLLM_DYNAMIC, JLLM_PREFETCH_LATE, JLLM_MERGE_FIRST,
+// JLLM_MERGE_ONE_FENCE (attention_merge.cuh).
 #include "attention_merge.cuh"
 #include "kernel_args.h"
 #include "kv_cache.cuh"
@@ -75,6 +80,7 @@ constexpr bool kEarly = JLLM_EARLY;
 constexpr int kRing = JLLM_RING;
 constexpr int kAhead = JLLM_AHEAD;
 constexpr int kDynamic = JLLM_DYNAMIC;  // tiles a grab; 0: fixed chunks
+constexpr bool kPrefetchLate = JLLM_PREFETCH_LATE;
 constexpr int kThreads = 32 * kNw;
 constexpr int kTile = 16;            // positions per warp step: one MMA k step of P · V
 constexpr int kKSteps = kD / 16;     // of S = Q · K^T
@@ -119,9 +125,12 @@ JLLM_KERNEL(attention_mma, jllm::cuda::AttentionArgs, kThreads, 1) {
   const int g = lane >> 2, t = lane & 3;
   const int hk = blockIdx.x, split = blockIdx.y;
 
-  const AttentionSplit sp = SplitOfStep<kSplits, kMinChunk, !kEarly>(args, split);
+  const AttentionSplit sp = SplitOfStep<kSplits, kMinChunk, !kEarly, !kPrefetchLate>(args, split);
   const int active = sp.active;
-  if (split >= active && active == 1) return;      // nothing to merge with
+  if (split >= active && active == 1) {  // nothing to merge with
+    if constexpr (kPrefetchLate) PrefetchNextWeights(args);
+    return;
+  }
   const int p_begin = sp.p_begin, p_end = kDynamic > 0 ? sp.n_pos : sp.p_end;  // DYNAMIC: any warp, any tile
 
   if (split < active) {
@@ -363,11 +372,15 @@ JLLM_KERNEL(attention_mma, jllm::cuda::AttentionArgs, kThreads, 1) {
       if (t == 0) maxs[warp][g] = m, sums[warp][g] = l;
     }
     __syncthreads();
+    if constexpr (kPrefetchLate) PrefetchNextWeights(args);  // the CTA's tiles are in
     Merge::MergeWarps<kNw>(args, hk, split, active, accs, maxs, sums);
     if (active == 1) return;
-  } else if constexpr (kEarly) {
-    JLLM_GRID_WAIT();  // the other splits' partials come after it
-    JLLM_LAUNCH_DEPENDENTS();
+  } else {
+    if constexpr (kEarly) {
+      JLLM_GRID_WAIT();  // the other splits' partials come after it
+      JLLM_LAUNCH_DEPENDENTS();
+    }
+    if constexpr (kPrefetchLate) PrefetchNextWeights(args);  // a split without positions: at once
   }
   Merge::IfLast(args, hk, active, merge, kDynamic > 0 ? args.counters + kHk + hk : nullptr);
 }

@@ -242,7 +242,8 @@ bool GemmTensorCores() { return GemmMode() != 0; }
 
 int AttentionKernel() { return static_cast<int>(TuningOverride("JLLM_ATTN_KERNEL", kAttnKernel, /*min=*/1, /*max=*/3)); }
 
-bool Prefetching() { return TuningOverride("JLLM_PREFETCH", kPrefetch, /*min=*/0, /*max=*/1) != 0; }
+int PrefetchMode() { return static_cast<int>(TuningOverride("JLLM_PREFETCH", kPrefetch, /*min=*/0, /*max=*/2)); }
+bool Prefetching() { return PrefetchMode() != 0; }
 bool Tracing() { return TuningOverride("JLLM_TRACE", 0, /*min=*/0, /*max=*/1) != 0; }
 bool GemvBySize() { return TuningOverride("JLLM_GEMV_BY_SIZE", kGemvBySize, /*min=*/0, /*max=*/1) != 0; }
 
@@ -306,12 +307,14 @@ class Lowerer {
   // The latency-bound decode launches (head_ops, attention) each take the weights of the first
   // GEMV after them that no earlier one took, in step order: in a Qwen3 layer head_ops warms
   // L2 with the attention output projection and attention with gate and up, so those GEMVs
-  // read from L2 what the DRAM fetched while attention ran (docs/PERF.md).
+  // read from L2 what the DRAM fetched while attention ran (docs/PERF.md). Mode 2: attention
+  // alone, the attention output projection after it.
   void AssignPrefetches() {
+    const bool head_ops_too = PrefetchMode() == 1;
     std::vector<Launch*> waiting;
     for (NodeLowering& nl : out_.nodes) {
       for (Launch& l : nl.decode) {
-        if (l.kind == LaunchKind::kHeadOps || l.kind == LaunchKind::kAttentionDecode) {
+        if ((head_ops_too && l.kind == LaunchKind::kHeadOps) || l.kind == LaunchKind::kAttentionDecode) {
           waiting.push_back(&l);
         } else if (l.kind == LaunchKind::kGemv && !waiting.empty()) {
           Launch& p = *waiting.front();
@@ -1018,6 +1021,7 @@ class Lowerer {
       if (!mma) defines.push_back(D("JLLM_KV", static_cast<int>(kv)));
       if (mma) {
         defines.push_back(D("JLLM_EARLY", TuningOverride("JLLM_ATTN_EARLY", kAttnEarly, /*min=*/0, /*max=*/1)));
+        defines.push_back(D("JLLM_PREFETCH_LATE", PrefetchMode() == 2));
         const int fixed = geo::AttentionMmaStaticSmemBytes(static_cast<int>(g), static_cast<int>(a.head_dim),
                                                            static_cast<int>(nw), static_cast<int>(splits));
         ring = static_cast<int>(TuningOverride("JLLM_ATTN_RING", kAttnRing, /*min=*/0, /*max=*/8));

@@ -141,8 +141,12 @@ int GemvActivationPlanes();
 int GemmMode();
 bool GemmTensorCores();
 
-// Whether the decode head_ops and attention launches prefetch the weights of the GEMVs after
-// them into L2 (sm_90 bulk prefetch), from JLLM_PREFETCH at lowering (1; 0, the default, no).
+// Whether decode launches prefetch GEMV weights into L2 (sm_90 bulk prefetch), from JLLM_PREFETCH
+// at lowering: 1, head_ops and attention each the first GEMV after them that no earlier one took,
+// from their start; 2, attention only its successor (the attention output projection), from
+// each CTA's end of stream (attention_mma.cu; the other decode kernels from their start); 0, the
+// default, none.
+int PrefetchMode();
 bool Prefetching();
 
 // Whether the GEMV heuristics take the group's size into account (JLLM_GEMV_BY_SIZE, 1 by default
