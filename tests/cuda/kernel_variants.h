@@ -17,6 +17,8 @@ enum class VariantCases {
   kGemvPairs,   // the same, those that read a q4_K or q6_K matrix only
   kPrefill,     // the prefill GEMM: matmuls of more than one token
   kAttention,   // decode attention: the attention cases
+  kAttentionF16,  // the same, f16 caches only: attention_mma.cu's switches (other caches run
+                  // attention_rows.cu, whose own variants cover its split and warp knobs)
   kGemvHead,    // the QKV GEMV with the head ops in its tail: the QKV + head ops + attention cases
 };
 
@@ -64,7 +66,8 @@ struct OpVariant {
 // so the first CTA grabs all that the static grabs leave): one split (the warps stride over the
 // grabs), one warp a CTA and three splits (tiles grabbed at 64 positions; after the grid wait),
 // grabs of three tiles on two splits (the second static grab ends past the sequence), and two
-// warps a CTA with a split per position (splits without a grab: empty partials). The splits' merge
+// warps a CTA with a split per position (splits without a grab: empty partials). attention_mma.cu's
+// variants run on the f16 cases only (the other caches run attention_rows.cu). The splits' merge
 // with the first batch of accs loaded with the maxima (JLLM_ATTN_MERGE_FIRST), for each kernel
 // with a split per position (up to 32 splits: two batches of 16 on the two-pair kernels), and
 // attention_mma.cu's also with the ticket behind one fence (JLLM_ATTN_MERGE_ONE_FENCE). The QKV
@@ -175,32 +178,32 @@ inline std::vector<OpVariant> CudaKernelVariants() {
        VariantCases::kAttention},
       {"attention_rows_nw1", {{"JLLM_ATTN_KERNEL", "2"}, {"JLLM_ATTN_NW", "1"}, {"JLLM_ATTN_MINCHUNK", "256"}},
        VariantCases::kAttention},
-      {"attention_mma_chunk1", {{"JLLM_ATTN_MINCHUNK", "1"}, {"JLLM_ATTN_SPLITS", "16"}}, VariantCases::kAttention},
-      {"attention_mma_nw1", {{"JLLM_ATTN_NW", "1"}, {"JLLM_ATTN_MINCHUNK", "256"}}, VariantCases::kAttention},
-      {"attention_mma_late", {{"JLLM_ATTN_EARLY", "0"}}, VariantCases::kAttention},
+      {"attention_mma_chunk1", {{"JLLM_ATTN_MINCHUNK", "1"}, {"JLLM_ATTN_SPLITS", "16"}}, VariantCases::kAttentionF16},
+      {"attention_mma_nw1", {{"JLLM_ATTN_NW", "1"}, {"JLLM_ATTN_MINCHUNK", "256"}}, VariantCases::kAttentionF16},
+      {"attention_mma_late", {{"JLLM_ATTN_EARLY", "0"}}, VariantCases::kAttentionF16},
       {"attention_mma_ring2_nw1", {{"JLLM_ATTN_RING", "2"}, {"JLLM_ATTN_NW", "1"}, {"JLLM_ATTN_MINCHUNK", "256"}},
-       VariantCases::kAttention},
+       VariantCases::kAttentionF16},
       {"attention_mma_ring3_nw2", {{"JLLM_ATTN_RING", "3"}, {"JLLM_ATTN_NW", "2"}, {"JLLM_ATTN_MINCHUNK", "256"}},
-       VariantCases::kAttention},
-      {"attention_mma_ring3_late", {{"JLLM_ATTN_RING", "3"}, {"JLLM_ATTN_EARLY", "0"}}, VariantCases::kAttention},
+       VariantCases::kAttentionF16},
+      {"attention_mma_ring3_late", {{"JLLM_ATTN_RING", "3"}, {"JLLM_ATTN_EARLY", "0"}}, VariantCases::kAttentionF16},
       {"attention_mma_ring2_chunk1",
        {{"JLLM_ATTN_RING", "2"}, {"JLLM_ATTN_MINCHUNK", "1"}, {"JLLM_ATTN_SPLITS", "16"}},
-       VariantCases::kAttention},
+       VariantCases::kAttentionF16},
       {"attention_mma_ahead2_nw1", {{"JLLM_ATTN_AHEAD", "2"}, {"JLLM_ATTN_NW", "1"}, {"JLLM_ATTN_MINCHUNK", "256"}},
-       VariantCases::kAttention},
-      {"attention_mma_ahead1_late", {{"JLLM_ATTN_AHEAD", "1"}, {"JLLM_ATTN_EARLY", "0"}}, VariantCases::kAttention},
+       VariantCases::kAttentionF16},
+      {"attention_mma_ahead1_late", {{"JLLM_ATTN_AHEAD", "1"}, {"JLLM_ATTN_EARLY", "0"}}, VariantCases::kAttentionF16},
       {"attention_mma_traced", {{"JLLM_TRACE", "1"}}, VariantCases::kAttention},
-      {"attention_mma_dynamic1", {{"JLLM_ATTN_DYNAMIC", "1"}}, VariantCases::kAttention},
+      {"attention_mma_dynamic1", {{"JLLM_ATTN_DYNAMIC", "1"}}, VariantCases::kAttentionF16},
       {"attention_mma_dynamic1_nw1_split3_late",
        {{"JLLM_ATTN_DYNAMIC", "1"}, {"JLLM_ATTN_NW", "1"}, {"JLLM_ATTN_SPLITS", "3"}, {"JLLM_ATTN_MINCHUNK", "1"},
         {"JLLM_ATTN_EARLY", "0"}},
-       VariantCases::kAttention},
+       VariantCases::kAttentionF16},
       {"attention_mma_dynamic3_nw1_split2",
        {{"JLLM_ATTN_DYNAMIC", "3"}, {"JLLM_ATTN_NW", "1"}, {"JLLM_ATTN_SPLITS", "2"}, {"JLLM_ATTN_MINCHUNK", "1"}},
-       VariantCases::kAttention},
+       VariantCases::kAttentionF16},
       {"attention_mma_dynamic2_chunk1",
        {{"JLLM_ATTN_DYNAMIC", "2"}, {"JLLM_ATTN_NW", "2"}, {"JLLM_ATTN_SPLITS", "32"}, {"JLLM_ATTN_MINCHUNK", "1"}},
-       VariantCases::kAttention},
+       VariantCases::kAttentionF16},
       {"attention_merge_first",
        {{"JLLM_ATTN_MERGE_FIRST", "1"}, {"JLLM_ATTN_MINCHUNK", "1"}, {"JLLM_ATTN_SPLITS", "32"}},
        VariantCases::kAttention},

@@ -20,6 +20,8 @@ bool Selected(const OpCase& c, VariantCases which) {
     case VariantCases::kAttention:
       return absl::StartsWith(c.name, "attention") ||
              (absl::StrContains(c.name, "_attention_") && !absl::StartsWith(c.name, "qkv_head"));
+    case VariantCases::kAttentionF16:
+      return Selected(c, VariantCases::kAttention) && absl::EndsWith(c.name, "_f16");
     case VariantCases::kGemvHead: return absl::StartsWith(c.name, "qkv_head");
   }
   return false;
