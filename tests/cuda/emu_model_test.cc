@@ -163,7 +163,7 @@ TEST(EmuModelTest, LockstepWithCpuRefHeadOpsInTheQkvGemv) {
 
 // attention_mma.cu's warps grabbing tiles from a counter per kv head (JLLM_ATTN_DYNAMIC), one
 // warp a CTA on two splits: at 41..46 positions split 0 takes tile 0, split 1 tile 1 and the
-// grabs the rest (the emulation runs CTAs in turn: split 0's warp all of them). Each step's
+// grabs the rest (the emulation runs CTAs in turn: the first to run grabs them all). Each step's
 // grabs start where the merging CTA reset the counter, so a counter left over from the step
 // before would skip tiles and move the logits.
 TEST(EmuModelTest, LockstepWithCpuRefAttentionTilesGrabbed) {

@@ -18,6 +18,11 @@
 
 namespace jllm_kernels {
 
+// This CTA's share of the weights a later kernel reads (JLLM_PREFETCH), asked of L2.
+__device__ __forceinline__ void PrefetchNextWeights(const jllm::cuda::AttentionArgs& args) {
+  for (int i = 0; i < 2; ++i) jllm_prefetch_l2_share(args.prefetch.p[i], args.prefetch.bytes[i]);
+}
+
 // The split of the S = pos + 1 cached positions that CTA (kv head, split) attends to: S is cut
 // into `active` chunks of at least kMinChunk positions (short contexts use few splits, so the
 // merge stays cheap), [p_begin, p_end) this CTA's (empty past `active`). Every decode attention
@@ -25,11 +30,6 @@ namespace jllm_kernels {
 // waits later): the position is the step state's, which the previous step's sampler advanced —
 // every kernel passes its own wait before it lets its successor start, so when attention starts
 // every kernel but its predecessor (head_ops: q and this position's cache row) is complete.
-// This CTA's share of the weights a later kernel reads (JLLM_PREFETCH), asked of L2.
-__device__ __forceinline__ void PrefetchNextWeights(const jllm::cuda::AttentionArgs& args) {
-  for (int i = 0; i < 2; ++i) jllm_prefetch_l2_share(args.prefetch.p[i], args.prefetch.bytes[i]);
-}
-
 struct AttentionSplit {
   int n_pos, active, p_begin, p_end;
 };

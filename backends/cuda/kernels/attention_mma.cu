@@ -45,16 +45,18 @@
 // instead of fixed chunks — warp w of split s its grab s·NW + w first (loaded early as above),
 // then, with more than one split active, the grab after the static ones that its kv head's
 // counter (counters[HK + hk], reset by the merging CTA) hands out, asked for at the start of
-// the grab before so the round trip hides behind it. The CTAs that the memory system serves
-// first take more of the cache, so they end together (at 8k the slowest of 128 equal CTAs
-// ended 4.2 µs after the median: docs/PERF.md). A warp's softmax does not care which positions
-// it sees; the partials and merges stay per split (the sums' order varies from run to run).
-// With one split active its warps stride over the grabs.
+// the grab before so the round trip hides behind it: the CTAs that the memory system serves
+// first take more of the cache. A warp's softmax does not care which positions it sees; the
+// partials and merges stay per split (the sums' order varies from run to run). With one split
+// active its warps stride over the grabs. Measured at stop 30 (docs/PERF.md): the slowest CTA
+// still ends 4.3 µs after the median at 8k — that is the end-of-kernel chain, not uneven work
+// — and the grabs cost 0.8 % (off).
 //
 // JLLM_PREFETCH_LATE 1: the weights of a later kernel (JLLM_PREFETCH=2: the attention output
 // projection's) are asked of L2 once the CTA's warps have streamed their tiles — at long
 // context the end of attention (last tiles, fence, ticket, merge: ~7 µs a layer at 8k,
 // docs/PERF.md) leaves HBM idle — instead of at the start, where they compete with the cache.
+// Measured slower at stop 30 (the projection's stream did not move; off).
 //
 // Constants (-D): JLLM_D (64 or 128), JLLM_H, JLLM_HK, JLLM_NSPLIT, JLLM_MINCHUNK, JLLM_NW,
 // JLLM_EARLY, JLLM_RING, JLLM_AHEAD, JLLM_DYNAMIC, JLLM_PREFETCH_LATE, JLLM_MERGE_FIRST,

@@ -139,7 +139,8 @@ constexpr int kGemmFillTokens = 512, kGemmFillCtasPerSm = 2;  // CTAs an SM of t
 // 128 registers a thread). 3 for 64-token tiles (80 registers, where shared memory holds 3)
 // measured slower on the H200 (stop 19: pp512 4b -13 %, 0.6b -17 %, 14b -4 %; docs/PERF.md).
 // Decode head_ops and attention prefetch the next GEMVs' weights into L2 (1) or not (0, the
-// default: measured slower on the H200, 4b tg128 -4 %, 14b -6 %, 4b @ d8192 -3 %; docs/PERF.md).
+// default: measured slower on the H200, 4b tg128 -4 %, 14b -6 %, 4b @ d8192 -3 %; docs/PERF.md);
+// 2, attention alone its successor's from the end of its stream (H100 4b tg128 -1.2 %, stop 30).
 constexpr int kPrefetch = 0;
 // Decode attention: attention_mma.cu (3, the default since stop 21: attention_rows.cu's schedule
 // with both products on the f16 tensor cores, for f16 caches with G <= 8 and head_dim 64 or 128;
