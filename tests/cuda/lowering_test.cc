@@ -348,23 +348,33 @@ TEST(Lowering, AttentionRingFitsTheSharedMemoryOfTheTarget) {
   EXPECT_EQ(ring({{"JLLM_ATTN_RING", "0"}}, kSmemPerBlockSm90), (Rings{{"JLLM_RING=0", 0}}));
 }
 
+// The defines of `g`'s decode attention launches, lowered with `vars` for the H100's shared
+// memory, that start with one of `prefixes`.
+std::set<std::string> DecodeAttentionDefines(const ir::Graph& g, std::vector<std::pair<std::string, std::string>> vars,
+                                             std::vector<std::string> prefixes) {
+  ::jllm::testing::ScopedEnv env(vars);
+  auto lg = LowerGraph(g, nullptr, LoweringTarget{kSmemPerBlockSm90});
+  EXPECT_TRUE(lg.ok()) << lg.status();
+  std::set<std::string> out;
+  if (!lg.ok()) return out;
+  for (const Launch* l : DecodeLaunches(*lg)) {
+    if (l->kind != LaunchKind::kAttentionDecode) continue;
+    for (absl::string_view d : absl::StrSplit(lg->specs[l->spec].defines, ' ')) {
+      for (const std::string& p : prefixes) {
+        if (absl::StartsWith(d, p)) out.insert(std::string(d));
+      }
+    }
+  }
+  return out;
+}
+
 // JLLM_ATTN_AHEAD: attention_mma.cu's L2 prefetch distance in tiles, 0 by default and with a ring
 // (the ring's copies are in flight already).
 TEST(Lowering, AttentionPrefetchAheadOnlyOnTheRegisterTiles) {
   auto g = testing::PresetGraph("4b");
   ASSERT_TRUE(g.ok()) << g.status();
   auto ahead = [&](std::vector<std::pair<std::string, std::string>> vars) {
-    ::jllm::testing::ScopedEnv env(vars);
-    auto lg = LowerGraph(*g, nullptr, LoweringTarget{kSmemPerBlockSm90});
-    EXPECT_TRUE(lg.ok()) << lg.status();
-    std::set<std::string> out;
-    for (const Launch* l : DecodeLaunches(*lg)) {
-      if (l->kind != LaunchKind::kAttentionDecode) continue;
-      for (absl::string_view d : absl::StrSplit(lg->specs[l->spec].defines, ' ')) {
-        if (absl::StartsWith(d, "JLLM_AHEAD=")) out.insert(std::string(d));
-      }
-    }
-    return out;
+    return DecodeAttentionDefines(*g, std::move(vars), {"JLLM_AHEAD="});
   };
   using Defines = std::set<std::string>;
   EXPECT_EQ(ahead({}), Defines{"JLLM_AHEAD=0"});
@@ -378,21 +388,18 @@ TEST(Lowering, AttentionPrefetchAheadOnlyOnTheRegisterTiles) {
 TEST(Lowering, AttentionDynamicGrabsOnlyOnTheRegisterTiles) {
   auto g = testing::PresetGraph("4b");
   ASSERT_TRUE(g.ok()) << g.status();
-  using Defines = std::set<std::string>;
-  auto lower = [&](std::vector<std::pair<std::string, std::string>> vars) {
-    ::jllm::testing::ScopedEnv env(vars);
-    auto lg = LowerGraph(*g, nullptr, LoweringTarget{kSmemPerBlockSm90});
-    EXPECT_TRUE(lg.ok()) << lg.status();
-    Defines out;
+  for (const char* dynamic : {"0", "2"}) {
+    ::jllm::testing::ScopedEnv env(std::vector<std::pair<std::string, std::string>>{{"JLLM_ATTN_DYNAMIC", dynamic}});
+    auto lg = LowerGraph(*g);
+    ASSERT_TRUE(lg.ok()) << lg.status();
     for (const Launch* l : DecodeLaunches(*lg)) {
-      if (l->kind != LaunchKind::kAttentionDecode) continue;
-      EXPECT_EQ(l->workspace_counters, 2 * 8) << "4b: 8 kv heads";
-      for (absl::string_view d : absl::StrSplit(lg->specs[l->spec].defines, ' ')) {
-        if (absl::StartsWith(d, "JLLM_DYNAMIC=") || absl::StartsWith(d, "JLLM_AHEAD=")) out.insert(std::string(d));
-      }
+      if (l->kind == LaunchKind::kAttentionDecode) EXPECT_EQ(l->workspace_counters, 2 * 8) << "4b: 8 kv heads";
     }
-    return out;
+  }
+  auto lower = [&](std::vector<std::pair<std::string, std::string>> vars) {
+    return DecodeAttentionDefines(*g, std::move(vars), {"JLLM_DYNAMIC=", "JLLM_AHEAD="});
   };
+  using Defines = std::set<std::string>;
   EXPECT_EQ(lower({}), (Defines{"JLLM_DYNAMIC=0", "JLLM_AHEAD=0"}));
   EXPECT_EQ(lower({{"JLLM_ATTN_DYNAMIC", "2"}}), (Defines{"JLLM_DYNAMIC=2", "JLLM_AHEAD=0"}));
   EXPECT_EQ(lower({{"JLLM_ATTN_DYNAMIC", "2"}, {"JLLM_ATTN_AHEAD", "2"}}), (Defines{"JLLM_DYNAMIC=2", "JLLM_AHEAD=0"}));
