@@ -72,6 +72,18 @@ struct NamedInput {
   std::vector<int32_t> i32;
 };
 
+// What a device probe measured (Backend::Probe): a table, one row per configuration, its first
+// column a label.
+struct ProbeTable {
+  std::string title;                 // one line: what was measured, how
+  std::vector<std::string> columns;  // the label's column first
+  struct Row {
+    std::string label;
+    std::vector<double> values;  // one per column after the label's
+  };
+  std::vector<Row> rows;
+};
+
 // Time spent in one kernel (or op) during a profiled step.
 struct KernelTiming {
   std::string name;
@@ -128,6 +140,14 @@ class Backend {
   // denominator of the decode ceiling (jllm-bench).
   virtual absl::StatusOr<double> ReadBandwidthGBs() {
     return absl::UnimplementedError(std::string(name()) + " cannot measure its read bandwidth");
+  }
+
+  // A measuring aid (jllm-bench --probe NAME): a microbenchmark of the device itself, needing no
+  // loaded model. ProbeNames lists the names Probe takes.
+  virtual std::vector<std::string> ProbeNames() const { return {}; }
+  virtual absl::StatusOr<ProbeTable> Probe(std::string_view probe) {
+    (void)probe;
+    return absl::UnimplementedError(std::string(name()) + " has no device probes (try --backend cuda)");
   }
 
   // Backend-specific kernel choices applied to the loaded graph, keeping its weights and KV cache

@@ -12,6 +12,7 @@
 # the built-in choices, `ncu-source` profiles three 4b GEMVs per SASS instruction
 # (scripts/ncu_source_summary.py sums them by phase), `ncu-attn` decode attention at 8k,
 # `kernel-info` each 4b kernel's registers, spills and shared memory (KINFO_VARIANTS: switches),
+# `probe` the device microbenchmarks of jllm-bench --probe (PROBES),
 # `ab2` and `ab3` further A/B sets (AB2_VARIANTS, AB2_PRESETS, ...; `ab` below says how), `trace-ab`
 # the in-step trace of each of TRACE_VARIANTS.
 # Each step's output goes to the terminal and to a log; the logs come back as
@@ -169,6 +170,16 @@ tune() {
   return $rc
 }
 [ ${#only[@]} -gt 0 ] && step tune "${TUNE_LIMIT:-580}" tune  # minutes: only when named (TUNE_LIMIT: its deadline in s)
+# Device microbenchmarks (jllm-bench --probe; only when named): what each form of L2 prefetch
+# leaves in L2 (PROBES: a space-separated list, default l2-prefetch).
+probe() {
+  local n rc=0
+  for n in ${PROBES:-l2-prefetch}; do
+    "$bin/jllm-bench" --probe "$n" --backend cuda || rc=1
+  done
+  return $rc
+}
+[ ${#only[@]} -gt 0 ] && step probe 300 probe
 profile() {
   local p
   for p in "${presets[@]}"; do

@@ -5,10 +5,12 @@
 //   jllm-bench 4b.plan -p 512 -n 128 -d 0,8192 -r 5  with tg128 @ d8192
 //   jllm-bench 4b.plan --passes on.yaml,off.yaml     one row per pass file: a fusion's A/B
 //   jllm-bench 4b.plan -o json                       llama-bench's JSON fields (+ jllm's)
+//   jllm-bench --probe l2-prefetch                   a microbenchmark of the GPU itself, no plan
 //
 // Tokens are random ids (seeded). pp times a prefill of p tokens from position 0 (in chunks of
 // --chunk); tg times n decode steps after d cached positions, each step sampling greedily on the
 // device and feeding the sample back, as generation does. t/s is the mean ± sd over -r runs.
+#include <algorithm>
 #include <cmath>
 #include <chrono>
 #include <cstdio>
@@ -21,6 +23,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "fileio/output_file.h"
 #include "frontends/gguf/gguf_file.h"
@@ -206,6 +209,48 @@ nlohmann::json ToJson(const std::vector<Row>& rows) {
   return out;
 }
 
+// --probe: the backend's device microbenchmark as a table (md) or JSON objects keyed by column.
+int RunProbe(const std::string& probe, const std::string& backend_name, const std::string& format) {
+  jllm::runtime::BackendRequest req;
+  req.name = backend_name;
+  auto backend = jllm::runtime::CreateBackend(req);
+  if (!backend.ok()) return Fail(backend.status());
+  for (const auto& n : backend->notices) std::fprintf(stderr, "jllm-bench: %s\n", n.c_str());
+  const std::vector<std::string> names = backend->backend->ProbeNames();
+  if (std::find(names.begin(), names.end(), probe) == names.end()) {
+    return Fail(absl::InvalidArgumentError(absl::StrCat(
+        "--probe ", probe, ": the ", std::string(backend->backend->name()), " backend's probes are ",
+        names.empty() ? std::string("none (try --backend cuda on a GPU machine)") : absl::StrJoin(names, ", "))));
+  }
+  std::fprintf(stderr, "jllm-bench: probing %s on %s\n", probe.c_str(), backend->device.c_str());
+  auto table = backend->backend->Probe(probe);
+  if (!table.ok()) return Fail(table.status());
+  if (format == "json") {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& r : table->rows) {
+      nlohmann::json j;
+      j["probe"] = probe;
+      j["gpu_info"] = backend->device;
+      j[table->columns[0]] = r.label;
+      for (size_t c = 0; c < r.values.size() && c + 1 < table->columns.size(); ++c) j[table->columns[c + 1]] = r.values[c];
+      out.push_back(j);
+    }
+    std::printf("%s\n", out.dump(2).c_str());
+    return 0;
+  }
+  std::printf("%s: %s\n\n|", backend->device.c_str(), table->title.c_str());
+  for (const std::string& c : table->columns) std::printf(" %s |", c.c_str());
+  std::printf("\n|");
+  for (size_t c = 0; c < table->columns.size(); ++c) std::printf(c == 0 ? " --- |" : " ---: |");
+  std::printf("\n");
+  for (const auto& r : table->rows) {
+    std::printf("| %s |", r.label.c_str());
+    for (double v : r.values) std::printf(" %.3g |", v);
+    std::printf("\n");
+  }
+  return 0;
+}
+
 int Main(int argc, char** argv) {
   CLI::App app{"Benchmarks jllm plans: prefill (pp) and decode (tg) speed, and decode as a fraction "
                "of the bandwidth ceiling."};
@@ -215,7 +260,10 @@ int Main(int argc, char** argv) {
   int reps = 5;
   int64_t chunk = 512;
   int64_t seed = 42;
-  app.add_option("plans", plans, "plan files (from jllm-compile)")->required();
+  std::string probe;
+  app.add_option("plans", plans, "plan files (from jllm-compile)");
+  app.add_option("--probe", probe, "instead of plans: a microbenchmark of the device (cuda: l2-prefetch, "
+                 "what each form of L2 prefetch leaves in L2)");
   app.add_option("-p,--n-prompt", prompt_list, "prompt lengths for pp tests, comma-separated (0: none)")
       ->capture_default_str();
   app.add_option("-n,--n-gen", gen_list, "decode lengths for tg tests, comma-separated (0: none)")
@@ -235,6 +283,16 @@ int Main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--json-out", json_path, "also write the JSON rows to FILE");
   CLI11_PARSE(app, argc, argv);
+  if (!probe.empty()) {
+    if (!plans.empty()) return Fail(absl::InvalidArgumentError("--probe measures the device alone: give it no plan files"));
+    for (const char* flag : {"-p", "-n", "-d", "-r", "--passes", "--chunk", "--seed", "--json-out"}) {
+      if (app.get_option(flag)->count() > 0) {
+        return Fail(absl::InvalidArgumentError(absl::StrCat("--probe takes only --backend and -o; ", flag, " is for plans")));
+      }
+    }
+    return RunProbe(probe, backend_name, format);
+  }
+  if (plans.empty()) return Fail(absl::InvalidArgumentError("no plan files: name one or more (from jllm-compile), or a --probe"));
 
   auto prompts = ParseList(prompt_list, "-p");
   auto gens = ParseList(gen_list, "-n");

@@ -19,6 +19,7 @@
 #include "backends/cuda/exec/cuda_backend.h"
 #include "backends/cuda/exec/graph_runner.h"
 #include "backends/cuda/exec/memory_plan.h"
+#include "backends/cuda/kernels/kernel_args.h"
 #include "backends/cuda/lowering/lowering.h"
 #include "frontends/gguf/gguf_file.h"
 #include "frontends/gguf/qwen3_graph.h"
@@ -190,6 +191,24 @@ TEST(EmuModelTest, LockstepWithCpuRefAttentionTilesGrabbed) {
 TEST(EmuModelTest, LockstepWithCpuRefAttentionPrefetchingItsSuccessorLate) {
   ::jllm::testing::ScopedEnv env(std::vector<std::pair<std::string, std::string>>{{"JLLM_PREFETCH", "2"}});
   ASSERT_EQ(PrefetchMode(), 2);
+  CheckLockstepWithCpuRef(true);
+}
+
+// JLLM_PREFETCH_FORM: the shares prefetched per line by every thread of head_ops and attention
+// (JLLM_PREFETCH=1), and by 4-byte loads with the 256-byte fetch size at attention's end
+// (JLLM_PREFETCH=2): the emulation reads each line, so a line past a weight faults under the
+// sanitizers, and the loads' values go nowhere — the logits do not move.
+TEST(EmuModelTest, LockstepWithCpuRefPrefetchingPerLine) {
+  ::jllm::testing::ScopedEnv env(std::vector<std::pair<std::string, std::string>>{
+      {"JLLM_PREFETCH", "1"}, {"JLLM_PREFETCH_FORM", "line"}, {"JLLM_ATTN_FUSE_HEAD", "0"}});
+  ASSERT_EQ(PrefetchForm(), kL2PrefetchLine);
+  CheckLockstepWithCpuRef(true);
+}
+
+TEST(EmuModelTest, LockstepWithCpuRefPrefetchingByBlockLoadsLate) {
+  ::jllm::testing::ScopedEnv env(std::vector<std::pair<std::string, std::string>>{
+      {"JLLM_PREFETCH", "2"}, {"JLLM_PREFETCH_FORM", "load256"}});
+  ASSERT_EQ(PrefetchForm(), kL2PrefetchLoad256);
   CheckLockstepWithCpuRef(true);
 }
 

@@ -15,6 +15,7 @@
 #include "backends/cuda/device_layout.h"
 #include "backends/cuda/exec/memory_plan.h"
 #include "backends/cuda/kernels/launch_geometry.h"
+#include "backends/cuda/kernels/kernel_args.h"
 #include "backends/cuda/lowering/lowering.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -159,6 +160,41 @@ TEST(Lowering, AttentionAlonePrefetchesItsSuccessorAfterItsStream) {
     if (l->kind == LaunchKind::kAttentionDecode) {
       EXPECT_TRUE(absl::StrContains(early->specs[l->spec].defines, "JLLM_PREFETCH_LATE=0"));
     }
+  }
+}
+
+// JLLM_PREFETCH_FORM: the prefetching kernels (head_ops and attention under JLLM_PREFETCH=1) are
+// built with the form asked for (kernel_args.h L2PrefetchForm); bulk, the default, adds no
+// define, and no other kernel gets one; a misspelt form falls back to bulk.
+TEST(Lowering, PrefetchFormReachesThePrefetchingKernelsOnly) {
+  auto g = testing::PresetGraph("4b");
+  ASSERT_TRUE(g.ok()) << g.status();
+  const std::pair<const char*, int> forms[] = {{"", -1},
+                                               {"bulk", -1},
+                                               {"line", kL2PrefetchLine},
+                                               {"evict-last", kL2PrefetchLineEvictLast},
+                                               {"load256", kL2PrefetchLoad256},
+                                               {"lines", -1}};
+  for (const auto& [form, want] : forms) {
+    SCOPED_TRACE(form);
+    ::jllm::testing::ScopedEnv env(std::vector<std::pair<std::string, std::string>>{
+        {"JLLM_PREFETCH", "1"}, {"JLLM_PREFETCH_FORM", form}, {"JLLM_ATTN_FUSE_HEAD", "0"}});
+    EXPECT_EQ(PrefetchForm(), want < 0 ? kL2PrefetchBulk : want);
+    auto lg = LowerGraph(*g);
+    ASSERT_TRUE(lg.ok()) << lg.status();
+    int prefetching = 0;
+    for (const Launch* l : DecodeLaunches(*lg)) {
+      const std::string& defines = lg->specs[l->spec].defines;
+      const bool has = absl::StrContains(defines, "JLLM_PREFETCH_FORM=");
+      if (l->prefetch[0].present()) {
+        ++prefetching;
+        EXPECT_EQ(has, want >= 0) << defines;
+        if (want >= 0) EXPECT_TRUE(absl::StrContains(defines, absl::StrCat("JLLM_PREFETCH_FORM=", want))) << defines;
+      } else if (l->kind != LaunchKind::kHeadOps && l->kind != LaunchKind::kAttentionDecode) {
+        EXPECT_FALSE(has) << lg->specs[l->spec].label;
+      }
+    }
+    EXPECT_EQ(prefetching, 2 * 36);  // head_ops and attention, every layer
   }
 }
 

@@ -88,12 +88,17 @@ TEST(Nvrtc, MissingShapeConstantIsACompileError) {
   EXPECT_THAT(std::string(compiled.status().message()), HasSubstr("JLLM_K"));
 }
 
-TEST(Nvrtc, ReadBandwidthProbeCompiles) {
-  NvrtcOptions options;
-  options.arch = "sm_90";
-  auto compiled = CompileKernel("read_bandwidth.cu", options);
-  ASSERT_TRUE(compiled.ok()) << compiled.status();
-  EXPECT_TRUE(LooksLikeCubin(compiled->cubin));
+TEST(Nvrtc, DeviceProbesCompile) {
+  for (const char* source : {"read_bandwidth.cu", "l2_prefetch_probe.cu"}) {
+    for (const char* arch : {"sm_80", "sm_87", "sm_90"}) {  // the bulk prefetch only on sm_90
+      SCOPED_TRACE(std::string(source) + " " + arch);
+      NvrtcOptions options;
+      options.arch = arch;
+      auto compiled = CompileKernel(source, options);
+      ASSERT_TRUE(compiled.ok()) << compiled.status();
+      EXPECT_TRUE(LooksLikeCubin(compiled->cubin));
+    }
+  }
 }
 
 // Every kernel spec of the reference models compiles for every architecture jllm targets: the

@@ -98,6 +98,10 @@ TEST_F(BadInputTest, OtherToolsFlagsOutsideTheirRange) {
       {JLLM_BENCH_PATH, {"@m.plan", "-n", "99999999999"}, "-n: '99999999999' is not a count"},
       {JLLM_BENCH_PATH, {"@m.plan", "-d", ""}, "-d is empty"},
       {JLLM_BENCH_PATH, {"@d"}, P("d") + " is a directory, not a regular file"},
+      {JLLM_BENCH_PATH, {}, "no plan files: name one or more (from jllm-compile), or a --probe"},
+      {JLLM_BENCH_PATH, {"@m.plan", "--probe", "l2-prefetch"}, "--probe measures the device alone"},
+      {JLLM_BENCH_PATH, {"--probe", "l2-prefetch", "-n", "4"}, "--probe takes only --backend and -o; -n is for plans"},
+      {JLLM_BENCH_PATH, {"--probe", "l2-prefetch", "--backend", "cpu"}, "the cpu_ref backend's probes are none"},
   };
   for (const Case& c : cases) ExpectRefused(c);
 }

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "backends/cuda/exec/device_probes.h"
 #include "backends/cuda/exec/graph_runner.h"
 #include "backends/cuda/kernels/kernel_args.h"
 #include "backends/cuda/exec/memory_plan.h"
@@ -11,43 +12,6 @@
 
 namespace jllm::cuda {
 namespace {
-
-// Streams a buffer of up to 2 GiB (many times any L2) with the probe kernel; the best of ten.
-absl::StatusOr<double> MeasureReadBandwidth(DeviceApi& device) {
-  ASSIGN_OR_RETURN(const int64_t free_bytes, device.FreeBytes());
-  const int64_t kBytes = std::min<int64_t>(int64_t{2} << 30, free_bytes / 2) / 4096 * 4096;
-  if (kBytes < (int64_t{64} << 20)) return absl::ResourceExhaustedError("too little free GPU memory to measure bandwidth");
-  KernelSpec spec;
-  spec.label = "read_bandwidth";
-  spec.source = "read_bandwidth.cu";
-  spec.kernel = "read_bandwidth";
-  spec.threads = 256;
-  ASSIGN_OR_RETURN(KernelHandle k, device.LoadKernel(spec, ""));
-  ASSIGN_OR_RETURN(const int per_sm, device.MaxActiveBlocksPerSm(k, 256, 0));
-  const unsigned grid = static_cast<unsigned>(std::max(1, per_sm) * device.properties().sm_count);
-  ASSIGN_OR_RETURN(void* src, device.Allocate(kBytes, "the bandwidth probe"));
-  absl::StatusOr<void*> out = device.Allocate(grid * 4, "the bandwidth probe");
-  double best_ms = 0;
-  absl::Status st = out.status();
-  if (st.ok()) st = device.Fill(src, 0x5A, kBytes);
-  ReadBandwidthArgs args{src, static_cast<unsigned long long>(kBytes / 16), out.ok() ? static_cast<unsigned*>(*out) : nullptr};
-  for (int rep = 0; rep < 11 && st.ok(); ++rep) {
-    absl::StatusOr<EventHandle> a = device.CreateEvent(), b = device.CreateEvent();
-    st = a.status().ok() ? b.status() : a.status();
-    if (st.ok()) st = device.Record(*a);
-    if (st.ok()) st = device.Launch(k, {grid, 1, 1}, {256, 1, 1}, 0, &args, sizeof(args));
-    if (st.ok()) st = device.Record(*b);
-    if (st.ok()) st = device.Synchronize("the bandwidth probe");
-    if (!st.ok()) break;
-    absl::StatusOr<float> ms = device.ElapsedMs(*a, *b);
-    st = ms.status();
-    if (st.ok() && rep > 0 && (best_ms == 0 || *ms < best_ms)) best_ms = *ms;  // rep 0 warms up
-  }
-  device.Free(src);
-  if (out.ok()) device.Free(*out);
-  RETURN_IF_ERROR(st);
-  return static_cast<double>(kBytes) / (best_ms * 1e6);
-}
 
 class CudaBackend : public Backend {
  public:
@@ -123,6 +87,12 @@ class CudaBackend : public Backend {
   }
 
   absl::StatusOr<double> ReadBandwidthGBs() override { return MeasureReadBandwidth(*device_); }
+
+  std::vector<std::string> ProbeNames() const override { return {"l2-prefetch"}; }
+  absl::StatusOr<ProbeTable> Probe(std::string_view probe) override {
+    if (probe == "l2-prefetch") return MeasureL2Prefetch(*device_);
+    return absl::InvalidArgumentError(absl::StrCat("cuda: no device probe named '", std::string(probe), "' (probes: l2-prefetch)"));
+  }
 
   absl::StatusOr<int32_t> Step(absl::Span<const int32_t> tokens, int64_t pos0,
                                const StepOptions& options) override {

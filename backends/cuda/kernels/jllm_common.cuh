@@ -462,31 +462,21 @@ __device__ __forceinline__ void jllm_mbar_wait(jllm_u64* bar, jllm_u32 k) {
 }
 #endif  // JLLM_HAS_BULK_COPY
 
-// This CTA's share of [p, p + bytes) prefetched into L2 by one thread, in bulk prefetches of at
-// most 1 MB (sm_90; elsewhere nothing): a latency-bound kernel warms L2 with the weights of the
-// GEMVs after it while its own DRAM traffic is small. Weights only, so it may run before the
-// grid dependency. `p` 16-byte aligned. The emulation reads the range's first and last byte, so
-// a range outside its buffer shows (under the sanitizers).
-__device__ __forceinline__ void jllm_prefetch_l2_share(const void* p, unsigned long long bytes) {
-  if (p == nullptr || bytes == 0 || threadIdx.x != 0) return;
+#if JLLM_HAS_BULK_COPY
+// One bulk L2 prefetch of [p, p + size) (sm_90): nothing to wait on, nothing to the SM. `p` and
+// `size` multiples of 16. The emulation reads the range's first and last byte (sanitizers).
+__device__ __forceinline__ void jllm_prefetch_l2_bulk(const void* p, unsigned size) {
 #if defined(JLLM_EMULATE)
   emu_check_aligned(p, 16);
+  if (size == 0 || size % 16 != 0) __trap();
   const volatile unsigned char* b = static_cast<const unsigned char*>(p);
   (void)b[0];
-  (void)b[bytes - 1];
-#elif JLLM_HAS_BULK_COPY
-  const unsigned long long ctas = static_cast<unsigned long long>(gridDim.x) * gridDim.y * gridDim.z;
-  const unsigned long long cta =
-      blockIdx.x + static_cast<unsigned long long>(gridDim.x) * (blockIdx.y + gridDim.y * blockIdx.z);
-  const unsigned long long lo = bytes * cta / ctas / 16 * 16, hi = bytes * (cta + 1) / ctas / 16 * 16;
-  constexpr unsigned long long kChunk = 1ull << 20;
-  for (unsigned long long o = lo; o < hi; o += kChunk) {
-    const unsigned size = static_cast<unsigned>(hi - o < kChunk ? hi - o : kChunk);
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(static_cast<const char*>(p) + o), "r"(size)
-                 : "memory");
-  }
+  (void)b[size - 1];
+#else
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(size) : "memory");
 #endif
 }
+#endif
 
 // The 128-byte line at `p` asked of L2 (no data to the SM, nothing to wait on): a latency-bound
 // loop warms L2 with what it reads a few steps later, so its own loads hit L2 instead of HBM
@@ -497,6 +487,77 @@ __device__ __forceinline__ void jllm_prefetch_l2(const void* p) {
   (void)*static_cast<const volatile unsigned char*>(p);
 #else
   asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+#endif
+}
+
+// As jllm_prefetch_l2, with the evict-last priority.
+__device__ __forceinline__ void jllm_prefetch_l2_evict_last(const void* p) {
+#if defined(JLLM_EMULATE)
+  (void)*static_cast<const volatile unsigned char*>(p);
+#else
+  asm volatile("prefetch.global.L2::evict_last [%0];" ::"l"(p));
+#endif
+}
+
+// 4 bytes at `p` (4-byte aligned), with L2 asked to fetch the whole 256-byte block around them.
+__device__ __forceinline__ jllm_u32 jllm_load_l2_256(const void* p) {
+#if defined(JLLM_EMULATE)
+  emu_check_aligned(p, 4);
+  return *static_cast<const volatile jllm_u32*>(p);
+#else
+  jllm_u32 v;
+  asm volatile("ld.global.nc.L2::256B.u32 %0, [%1];" : "=r"(v) : "l"(p));
+  return v;
+#endif
+}
+
+// How jllm_prefetch_l2_share asks L2 (a jllm::cuda::L2PrefetchForm other than the load; the
+// lowering's JLLM_PREFETCH_FORM): bulk prefetches by default.
+#ifndef JLLM_PREFETCH_FORM
+#define JLLM_PREFETCH_FORM 4
+#endif
+static_assert(JLLM_PREFETCH_FORM == jllm::cuda::kL2PrefetchBulk || JLLM_PREFETCH_FORM == jllm::cuda::kL2PrefetchLine ||
+                  JLLM_PREFETCH_FORM == jllm::cuda::kL2PrefetchLineEvictLast ||
+                  JLLM_PREFETCH_FORM == jllm::cuda::kL2PrefetchLoad256,
+              "JLLM_PREFETCH_FORM: a prefetch form of kernel_args.h's L2PrefetchForm");
+
+// This CTA's share of [p, p + bytes) prefetched into L2 (every thread of the CTA calls it): a
+// latency-bound kernel warms L2 with the weights of the GEMVs after it while its own DRAM
+// traffic is small. Weights only, so it may run before the grid dependency. `p` 256-byte
+// aligned. Bulk (sm_90; elsewhere nothing): one thread, prefetches of at most 1 MB; the other
+// forms: every thread, a line (or 256-byte block) at a time. The emulation touches each bulk
+// range's first and last byte and each line's first, so a range outside its buffer shows under
+// the sanitizers.
+__device__ __forceinline__ void jllm_prefetch_l2_share(const void* p, unsigned long long bytes) {
+  if (p == nullptr || bytes == 0) return;
+  const unsigned long long ctas = static_cast<unsigned long long>(gridDim.x) * gridDim.y * gridDim.z;
+  const unsigned long long cta =
+      blockIdx.x + static_cast<unsigned long long>(gridDim.x) * (blockIdx.y + gridDim.y * blockIdx.z);
+  const unsigned long long lo = bytes * cta / ctas / 16 * 16, hi = bytes * (cta + 1) / ctas / 16 * 16;
+  const char* c = static_cast<const char*>(p);
+#if JLLM_PREFETCH_FORM == 4  // kL2PrefetchBulk
+#if JLLM_HAS_BULK_COPY
+  if (threadIdx.x != 0) return;
+  constexpr unsigned long long kChunk = 1ull << 20;
+  for (unsigned long long o = lo; o < hi; o += kChunk) {
+    jllm_prefetch_l2_bulk(c + o, static_cast<unsigned>(hi - o < kChunk ? hi - o : kChunk));
+  }
+#else
+  (void)lo, (void)hi, (void)c;  // no bulk prefetch before sm_90
+#endif
+#else
+  constexpr unsigned long long kStep = JLLM_PREFETCH_FORM == 3 ? 256 : 128;  // kL2PrefetchLoad256: blocks
+  const unsigned long long threads = static_cast<unsigned long long>(blockDim.x) * blockDim.y * blockDim.z;
+  const unsigned long long tid = threadIdx.x + static_cast<unsigned long long>(blockDim.x) * (threadIdx.y + blockDim.y * threadIdx.z);
+  for (unsigned long long o = lo / kStep * kStep + tid * kStep; o < hi; o += threads * kStep) {
+#if JLLM_PREFETCH_FORM == 1
+    jllm_prefetch_l2(c + o);
+#elif JLLM_PREFETCH_FORM == 2
+    jllm_prefetch_l2_evict_last(c + o);
+#else
+    (void)jllm_load_l2_256(c + o);
+#endif
+  }
 #endif
 }
 

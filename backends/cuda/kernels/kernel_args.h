@@ -189,4 +189,25 @@ struct ReadBandwidthArgs {
   unsigned* out;
 };
 
+// The forms of asking L2 for bytes a later kernel reads: what a latency-bound decode kernel
+// prefetches its successor's weights with (JLLM_PREFETCH_FORM, jllm_prefetch_l2_share) and what
+// l2_prefetch_probe.cu compares (jllm-bench --probe l2-prefetch), which also loads (the warm
+// reference).
+enum L2PrefetchForm : int {
+  kL2PrefetchLoad = 0,           // every 16-byte word loaded (ld.global.nc): the probe's warm reference
+  kL2PrefetchLine = 1,           // prefetch.global.L2 per 128-byte line, by every thread of the CTA
+  kL2PrefetchLineEvictLast = 2,  // prefetch.global.L2::evict_last per 128-byte line, likewise
+  kL2PrefetchLoad256 = 3,        // one 4-byte ld.global.nc.L2::256B per 256 bytes, likewise
+  kL2PrefetchBulk = 4,           // cp.async.bulk.prefetch.L2 (sm_90): the share's default, 1 MB each
+};
+// l2_prefetch_probe.cu: [src, src + bytes) asked of L2 in one form; the forms that load write one
+// word per CTA to out.
+struct L2PrefetchProbeArgs {
+  const void* src;           // 256-byte aligned
+  unsigned long long bytes;  // a multiple of 256
+  unsigned chunk;            // kL2PrefetchBulk: bytes per prefetch, a multiple of 16
+  int form;                  // an L2PrefetchForm
+  unsigned* out;
+};
+
 }  // namespace jllm::cuda

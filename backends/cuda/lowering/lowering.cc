@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "backends/cuda/device_layout.h"
+#include "backends/cuda/kernels/kernel_args.h"
 #include "backends/cuda/kernels/launch_geometry.h"
 #include "ir/absl_compat.h"
 #include "ir/status.h"
@@ -244,6 +245,17 @@ bool GemmTensorCores() { return GemmMode() != 0; }
 int AttentionKernel() { return static_cast<int>(TuningOverride("JLLM_ATTN_KERNEL", kAttnKernel, /*min=*/1, /*max=*/3)); }
 
 int PrefetchMode() { return static_cast<int>(TuningOverride("JLLM_PREFETCH", kPrefetch, /*min=*/0, /*max=*/2)); }
+int PrefetchForm() {
+  const char* v = std::getenv("JLLM_PREFETCH_FORM");
+  if (v == nullptr || *v == '\0') return kL2PrefetchBulk;
+  const std::string_view s(v);
+  if (s == "bulk") return kL2PrefetchBulk;
+  if (s == "line") return kL2PrefetchLine;
+  if (s == "evict-last") return kL2PrefetchLineEvictLast;
+  if (s == "load256") return kL2PrefetchLoad256;
+  WarnIgnored("JLLM_PREFETCH_FORM", v, "bulk, line, evict-last or load256", kL2PrefetchBulk);
+  return kL2PrefetchBulk;
+}
 bool Prefetching() { return PrefetchMode() != 0; }
 bool Tracing() { return TuningOverride("JLLM_TRACE", 0, /*min=*/0, /*max=*/1) != 0; }
 bool GemvBySize() { return TuningOverride("JLLM_GEMV_BY_SIZE", kGemvBySize, /*min=*/0, /*max=*/1) != 0; }
@@ -312,6 +324,7 @@ class Lowerer {
   // alone, the attention output projection after it.
   void AssignPrefetches() {
     const bool head_ops_too = PrefetchMode() == 1;
+    const int form = PrefetchForm();
     std::vector<Launch*> waiting;
     for (NodeLowering& nl : out_.nodes) {
       for (Launch& l : nl.decode) {
@@ -325,6 +338,11 @@ class Lowerer {
             if (!w.present()) continue;
             p.prefetch[k] = w;
             p.prefetch_bytes[k++] = DeviceBytes(W(w.id));
+          }
+          // The form is the kernel's (jllm_prefetch_l2_share); bulk, the default, needs no define.
+          std::string& defines = out_.specs[p.spec].defines;
+          if (form != kL2PrefetchBulk && defines.find("JLLM_PREFETCH_FORM=") == std::string::npos) {
+            absl::StrAppend(&defines, " JLLM_PREFETCH_FORM=", form);
           }
         }
       }

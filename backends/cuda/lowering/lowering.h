@@ -148,6 +148,12 @@ bool GemmTensorCores();
 // default, none.
 int PrefetchMode();
 bool Prefetching();
+// How they prefetch (JLLM_PREFETCH_FORM at lowering, a kernels/kernel_args.h L2PrefetchForm):
+// bulk (the default: cp.async.bulk.prefetch.L2, one thread a CTA), line (prefetch.global.L2 per
+// 128 bytes, every thread), evict-last (the same with the evict-last priority) or load256 (a
+// 4-byte load per 256 bytes with the L2::256B fetch size). jllm-bench --probe l2-prefetch
+// measures what each leaves in L2.
+int PrefetchForm();
 
 // Whether the GEMV heuristics take the group's size into account (JLLM_GEMV_BY_SIZE, 1 by default
 // since stop 28; 0: stop 27's): a group of at least 4 MiB takes 16 warps in one CTA an SM like the
