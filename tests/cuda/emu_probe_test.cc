@@ -1,5 +1,6 @@
 // The device probes (exec/device_probes.h) on the CPU emulation: what their kernels read is
 // checked here (timings mean nothing on the emulation; the GPU machine runs jllm-bench --probe).
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -33,7 +34,7 @@ uint32_t ProbeChecksum(emu::EmuDevice& dev, const void* src, int64_t bytes, int 
   EXPECT_TRUE(k.ok()) << k.status();
   auto out = dev.Allocate(4 * ctas, "out");
   EXPECT_TRUE(out.ok());
-  const L2PrefetchProbeArgs args{src, static_cast<unsigned long long>(bytes), 4096, form, static_cast<unsigned*>(*out)};
+  const L2PrefetchProbeArgs args{src, static_cast<unsigned long long>(bytes), 4096, form, 0, static_cast<unsigned*>(*out)};
   EXPECT_TRUE(dev.Launch(*k, {ctas, 1, 1}, {256, 1, 1}, 0, &args, sizeof(args)).ok());
   std::vector<uint32_t> words(ctas);
   EXPECT_TRUE(dev.CopyToHost(words.data(), *out, 4 * ctas).ok());
@@ -77,7 +78,7 @@ TEST(EmuDeviceProbes, L2ProbeTableHasEveryFormForEverySize) {
   o.sizes = {256 * 100, 1 << 20};  // the first one smaller than one bulk chunk per CTA
   o.flush_bytes = 1 << 20;
   o.reps = 1;
-  o.settle_us = 0;
+  o.settle_ns = 1000;
   auto table = MeasureL2Prefetch(dev, o);
   ASSERT_TRUE(table.ok()) << table.status();
   ASSERT_EQ(table->columns.size(), 7u);
@@ -92,6 +93,25 @@ TEST(EmuDeviceProbes, L2ProbeTableHasEveryFormForEverySize) {
       EXPECT_DOUBLE_EQ(table->rows[s * forms + f].values[0], static_cast<double>(o.sizes[s]) / (1 << 20));
     }
   }
+}
+
+// The settled timing's kernel stays open for spin_ns (a lower bound on its time, whatever the
+// machine's speed), asking nothing of L2 for a form outside L2PrefetchForm.
+TEST(EmuDeviceProbes, L2ProbeKernelHoldsOpenForItsSpin) {
+  emu::EmuDevice dev;
+  KernelSpec spec;
+  spec.label = spec.kernel = "l2_prefetch_probe";
+  spec.source = "l2_prefetch_probe.cu";
+  spec.threads = 256;
+  auto k = dev.LoadKernel(spec, "");
+  ASSERT_TRUE(k.ok()) << k.status();
+  auto out = dev.Allocate(8, "out");
+  ASSERT_TRUE(out.ok());
+  const L2PrefetchProbeArgs args{nullptr, 0, 0, -1, 30'000'000, static_cast<unsigned*>(*out)};
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(dev.Launch(*k, {2, 1, 1}, {256, 1, 1}, 0, &args, sizeof(args)).ok());
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(30));
+  dev.Free(*out);
 }
 
 TEST(EmuDeviceProbes, L2ProbeRejectsSizesThatAreNotWholeBlocks) {

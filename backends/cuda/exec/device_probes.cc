@@ -1,9 +1,7 @@
 #include "backends/cuda/exec/device_probes.h"
 
 #include <algorithm>
-#include <chrono>
 #include <string>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -92,6 +90,7 @@ absl::StatusOr<ProbeTable> MeasureL2Prefetch(DeviceApi& device, const L2ProbeOpt
   }
   if (sizes.empty()) return absl::FailedPreconditionError("L2 probe: this device's L2 holds none of the probe's buffers");
   if (options.reps < 1) return absl::InvalidArgumentError("L2 probe: reps must be at least 1");
+  if (options.settle_ns < 0) return absl::InvalidArgumentError("L2 probe: settle_ns must not be negative");
   const int64_t flush_bytes = options.flush_bytes > 0 ? options.flush_bytes / 4096 * 4096
                                                       : std::max<int64_t>(int64_t{64} << 20, props.l2_bytes * 4);
   ASSIGN_OR_RETURN(KernelHandle read, LoadProbe(device, "read_bandwidth.cu", "read_bandwidth"));
@@ -118,7 +117,7 @@ absl::StatusOr<ProbeTable> MeasureL2Prefetch(DeviceApi& device, const L2ProbeOpt
 
   struct Form {
     std::string label;
-    int form;  // an L2PrefetchForm; -1: no prefetch
+    int form;  // an L2PrefetchForm; -1: no prefetch (the kernel runs, asking nothing)
     unsigned chunk;
   };
   std::vector<Form> forms = {{"none (cold)", -1, 0},
@@ -135,16 +134,16 @@ absl::StatusOr<ProbeTable> MeasureL2Prefetch(DeviceApi& device, const L2ProbeOpt
   ProbeTable table;
   table.title = absl::StrFormat(
       "L2 prefetch probe: a buffer evicted (%d MiB read), prefetched by %u CTAs, then read by "
-      "%u CTAs; medians of %d; share = (cold - t) / (cold - warm)",
-      static_cast<int>(flush_bytes >> 20), prefetch_grid, read_grid, options.reps);
+      "%u CTAs right after (next) or %.0f us after (settled); medians of %d; share = (cold - t) / (cold - warm)",
+      static_cast<int>(flush_bytes >> 20), prefetch_grid, read_grid, options.settle_ns / 1e3, options.reps);
   table.columns = {"form", "MiB", "prefetch us", "read us (next)", "read us (settled)", "share (next)",
                    "share (settled)"};
   for (int64_t bytes : sizes) {
     const size_t first_row = table.rows.size();
     for (const Form& f : forms) {
-      const L2PrefetchProbeArgs pa{src.get(), static_cast<unsigned long long>(bytes), f.chunk, f.form, out_words};
-      auto run_prefetch = [&]() -> absl::Status {
-        if (f.form < 0) return absl::OkStatus();
+      auto run_prefetch = [&](unsigned long long spin_ns) {
+        const L2PrefetchProbeArgs pa{src.get(), static_cast<unsigned long long>(bytes), f.chunk, f.form, spin_ns,
+                                     out_words};
         return device.Launch(prefetch, {prefetch_grid, 1, 1}, {kProbeThreads, 1, 1}, 0, &pa, sizeof(pa));
       };
       std::vector<double> prefetch_us, next_us, settled_us;
@@ -152,7 +151,7 @@ absl::StatusOr<ProbeTable> MeasureL2Prefetch(DeviceApi& device, const L2ProbeOpt
         // Next: the read launched right behind the prefetch, as a kernel's successor is.
         RETURN_IF_ERROR(read_all(flush.get(), flush_bytes));
         RETURN_IF_ERROR(device.Record(ev[0]));
-        RETURN_IF_ERROR(run_prefetch());
+        RETURN_IF_ERROR(run_prefetch(0));
         RETURN_IF_ERROR(device.Record(ev[1]));
         RETURN_IF_ERROR(read_all(src.get(), bytes));
         RETURN_IF_ERROR(device.Record(ev[2]));
@@ -161,11 +160,9 @@ absl::StatusOr<ProbeTable> MeasureL2Prefetch(DeviceApi& device, const L2ProbeOpt
         ASSIGN_OR_RETURN(const float n_ms, device.ElapsedMs(ev[1], ev[2]));
         prefetch_us.push_back(p_ms * 1e3);
         next_us.push_back(n_ms * 1e3);
-        // Settled: whatever the prefetch started has landed before the read.
+        // Settled: the prefetch kernel held open, so its prefetches had settle_ns to land.
         RETURN_IF_ERROR(read_all(flush.get(), flush_bytes));
-        RETURN_IF_ERROR(run_prefetch());
-        RETURN_IF_ERROR(device.Synchronize("the L2 probe"));
-        std::this_thread::sleep_for(std::chrono::microseconds(options.settle_us));
+        RETURN_IF_ERROR(run_prefetch(static_cast<unsigned long long>(options.settle_ns)));
         RETURN_IF_ERROR(device.Record(ev[0]));
         RETURN_IF_ERROR(read_all(src.get(), bytes));
         RETURN_IF_ERROR(device.Record(ev[1]));

@@ -20,12 +20,13 @@ struct L2ProbeOptions {
   std::vector<int64_t> sizes;
   int64_t flush_bytes = 0;  // read between repetitions to evict the buffer; 0: 4× L2, ≥ 64 MiB
   int reps = 7;             // the median is reported
-  int settle_us = 100;      // the host's wait between prefetch and read in the "settled" timing
+  int64_t settle_ns = 20000;  // how long the prefetch kernel stays open in the "settled" timing
 };
 
 // For each size and each prefetch form (kernels/kernel_args.h L2PrefetchForm; none; bulk chunks of
 // 4 KiB, 64 KiB and 1 MiB where the device has bulk copies): the time to read the buffer right
-// after the prefetch kernel and after it settled, the prefetch kernel's own time, and the share
+// after the prefetch kernel and, settled, after a prefetch kernel held open for settle_ns (its
+// prefetches issued that long before the read starts), the prefetch kernel's own time, and the share
 // of the cold-to-warm gain each read got, (cold − t) / (cold − warm), with the buffer evicted
 // before every repetition.
 absl::StatusOr<ProbeTable> MeasureL2Prefetch(DeviceApi& device, const L2ProbeOptions& options = {});

@@ -206,7 +206,8 @@ struct L2PrefetchProbeArgs {
   const void* src;           // 256-byte aligned
   unsigned long long bytes;  // a multiple of 256
   unsigned chunk;            // kL2PrefetchBulk: bytes per prefetch, a multiple of 16
-  int form;                  // an L2PrefetchForm
+  int form;                  // an L2PrefetchForm; any other value: none
+  unsigned long long spin_ns;  // then CTA 0 holds the kernel open this long (the read waits)
   unsigned* out;
 };
 

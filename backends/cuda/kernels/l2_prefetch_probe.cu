@@ -2,15 +2,31 @@
 // the forms a kernel could use to warm the weights of a later kernel (L2PrefetchForm,
 // kernel_args.h); the host then times a read of the buffer against a cold and a warm one.
 // The prefetch forms bring nothing into the SM; the loading forms fold what they read into one
-// word per CTA so that their loads cannot be dropped.
+// word per CTA so that their loads cannot be dropped. CTA 0 may then hold the kernel open, so
+// that a read launched behind it starts that long after the prefetches were issued.
 #include "jllm_common.cuh"
 #include "kernel_args.h"
+
+namespace {
+
+__device__ __forceinline__ unsigned long long ProbeNowNs() {
+#if defined(JLLM_EMULATE)
+  return emu_now_ns();
+#else
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+#endif
+}
+
+}  // namespace
 
 JLLM_KERNEL(l2_prefetch_probe, jllm::cuda::L2PrefetchProbeArgs, 256, 1) {
   namespace cu = jllm::cuda;
   const char* src = static_cast<const char*>(args.src);
   const unsigned long long threads = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
   const unsigned long long t = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const unsigned long long start = ProbeNowNs();
   jllm_u32 acc = 0;
   switch (args.form) {
     case cu::kL2PrefetchLoad:
@@ -49,6 +65,10 @@ JLLM_KERNEL(l2_prefetch_probe, jllm::cuda::L2PrefetchProbeArgs, 256, 1) {
   if ((threadIdx.x & 31) == 0) warp_acc[threadIdx.x >> 5] = acc;
   __syncthreads();
   if (threadIdx.x == 0) {
+    if (blockIdx.x == 0) {
+      while (ProbeNowNs() - start < args.spin_ns) {
+      }
+    }
     jllm_u32 total = 0;
     for (int w = 0; w < static_cast<int>(blockDim.x >> 5); ++w) total ^= warp_acc[w];
     args.out[blockIdx.x] = total;
