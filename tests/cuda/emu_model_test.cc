@@ -74,7 +74,9 @@ ir::Graph Lowered(bool passes_on) {
   return *std::move(g);
 }
 
-std::unique_ptr<Backend> EmulatedCuda() { return CreateCudaBackendOn(std::make_unique<EmuDevice>(), {}); }
+std::unique_ptr<Backend> EmulatedCuda(EmuOptions emu = {}) {
+  return CreateCudaBackendOn(std::make_unique<EmuDevice>(std::move(emu)), {});
+}
 
 // The emulated backend with `options`, `graph` loaded for `context` positions and steps of up to
 // `step_tokens` tokens.
@@ -97,7 +99,7 @@ absl::StatusOr<std::unique_ptr<Backend>> LoadEmulated(const ir::Graph& graph, co
 const std::vector<int32_t> kHelloWorld = {72, 101, 108, 108, 111, 44, 32, 119, 111, 114, 108, 100};
 
 // Six greedy steps of the emulated backend in lockstep with cpu_ref (runtime/validate.h).
-void CheckLockstepWithCpuRef(bool passes_on, const std::vector<int32_t>& prompt = kHelloWorld) {
+void CheckLockstepWithCpuRef(bool passes_on, const std::vector<int32_t>& prompt = kHelloWorld, EmuOptions emu = {}) {
   const ir::Graph graph = Lowered(passes_on);
   BlobWeightSource weights(Blob());
   BackendOptions bo;
@@ -105,7 +107,7 @@ void CheckLockstepWithCpuRef(bool passes_on, const std::vector<int32_t>& prompt 
   bo.max_step_tokens = std::max<int64_t>(16, static_cast<int64_t>(prompt.size()));  // one prefill step
   bo.n_threads = 2;
   auto cpu = CreateCpuRefBackend();
-  auto gpu = EmulatedCuda();
+  auto gpu = EmulatedCuda(std::move(emu));
   ASSERT_TRUE(cpu->Load(graph, weights, bo).ok());
   absl::Status st = gpu->Load(graph, weights, bo);
   ASSERT_TRUE(st.ok()) << st;
@@ -142,6 +144,16 @@ TEST(EmuModelTest, LockstepWithCpuRefUnfusedF32PrefillAndPrefetch) {
   ASSERT_TRUE(Prefetching());
   ASSERT_FALSE(GemmTensorCores());
   CheckLockstepWithCpuRef(false);
+}
+
+// Every kernel with its CTAs interleaved, eight resident at a time (EmuOptions::resident_ctas):
+// the cross-CTA protocols — split-K tickets, attention's last-CTA merge, the grab counters —
+// run with their CTAs' steps mixed, as on a GPU, rather than one CTA to its end after another;
+// each CTA keeps its own static shared memory.
+TEST(EmuModelTest, LockstepWithCpuRefCtasInterleaved) {
+  EmuOptions emu;
+  emu.resident_ctas = 8;
+  CheckLockstepWithCpuRef(true, kHelloWorld, std::move(emu));
 }
 
 // The QKV GEMVs with the head ops in their tails (JLLM_GEMV_HEAD=1; the tiny model's head_dim 64

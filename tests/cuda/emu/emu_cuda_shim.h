@@ -31,7 +31,12 @@
 #define __device__
 #define __host__
 #define __forceinline__ inline
-#define __shared__ static
+// Static shared memory lives in one section of the kernel's object, so that CTAs run
+// concurrently (emu_launch's `resident`) each keep their own copy: the scheduler swaps the
+// section's bytes in and out as it moves between CTAs.
+#define __shared__ static __attribute__((section("emu_shared")))
+extern "C" unsigned char __start_emu_shared[] __attribute__((weak, visibility("hidden")));
+extern "C" unsigned char __stop_emu_shared[] __attribute__((weak, visibility("hidden")));
 #define __align__(n) alignas(n)
 
 struct uint2 { unsigned x, y; };
@@ -57,8 +62,9 @@ void emu_shuffle(std::vector<T>& v, uint64_t& state) {  // Fisher-Yates
   for (size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[emu_next_random(state) % i]);
 }
 
-// One CTA runs at a time on one host thread; its CUDA threads are fibers, switched at barriers
-// and warp exchanges, so a launch costs no OS threads and runs deterministically.
+// CTAs run on one host thread, one at a time or (emu_launch's `resident`) several interleaved;
+// their CUDA threads are fibers, switched at barriers, warp exchanges and waits, so a launch
+// costs no OS threads and runs deterministically.
 inline dim3 threadIdx, blockIdx;  // of the fiber running now (set before each switch to it)
 inline dim3 gridDim, blockDim;
 
@@ -134,9 +140,13 @@ struct EmuCta {
   std::vector<EmuBarrier> warps;
   std::vector<uint64_t> slots;  // one per thread: a warp exchange's values
   std::vector<unsigned char> smem;
+  std::vector<unsigned char> statics;  // its static shared memory while another CTA runs
   std::vector<EmuFiber> fibers;
   EmuContext scheduler;
   unsigned current = 0;
+  dim3 index;
+  unsigned stack_slot = 0;  // which of the launch's stack sets its fibers run on
+  unsigned live = 0;        // fibers not done
 };
 inline EmuCta* emu_cta = nullptr;
 inline uint64_t emu_progress = 0;  // arrivals and exits: a scheduler round without any is a deadlock
@@ -157,6 +167,15 @@ inline void emu_arrive_and_wait(EmuBarrier& b) {
   }
   const unsigned g = b.generation;
   while (b.generation == g) emu_yield();
+}
+
+// A wait on memory another CTA writes (a counter a dataflow kernel waits on): the fiber yields
+// until ready() holds; its wake counts as progress. With one CTA resident at a time a wait on a
+// later CTA is a deadlock, as on a GPU whose SMs cannot hold both.
+template <class Ready>
+inline void emu_wait_until(Ready ready) {
+  while (!ready()) emu_yield();
+  ++emu_progress;
 }
 
 // An exited thread no longer holds up a barrier, as an exited CUDA thread does not.
@@ -382,18 +401,27 @@ inline void emu_fiber_main() {
   emu_swap(c.fibers[t].context, c.scheduler);  // for good: a done fiber is never resumed
 }
 
+// Runs a launch: the CTAs in an order shuffled per launch (reproducibly: a fixed seed, advanced
+// per launch), at most `resident` of them at a time (0 or 1: one after another). Resident CTAs
+// take turns a scheduler round each, in a shuffled order, each round resuming its live threads
+// in a shuffled order; a CTA's static shared memory is swapped in for its turn, and a new CTA's
+// starts as garbage, as a GPU's does. A round in which no thread of any resident CTA arrives at a
+// barrier, exits or wakes from a wait is a deadlock: a kernel that waits on a CTA that is not
+// resident (more than `resident` CTAs that depend on each other) ends there, as it would hang
+// on a GPU with too few SMs.
 extern "C" int emu_launch(void (*entry)(const void*, unsigned long long*), unsigned gx, unsigned gy, unsigned gz,
-                          unsigned threads, size_t smem, const void* args, unsigned long long* trace) {
+                          unsigned threads, size_t smem, const void* args, unsigned long long* trace,
+                          unsigned resident) {
   if (threads == 0 || threads > 1024 || threads % 32 != 0) return 1;
+  resident = std::max(1u, resident);
   constexpr size_t kStack = 256 * 1024;
   static std::vector<std::unique_ptr<char[]>> stacks;  // reused across CTAs and launches
-  while (stacks.size() < threads) stacks.emplace_back(new char[kStack]);
+  while (stacks.size() < static_cast<size_t>(threads) * resident) stacks.emplace_back(new char[kStack]);
   gridDim = {gx, gy, gz};
   blockDim = {threads, 1, 1};
   emu_entry = entry;
   emu_args = args;
   emu_trace = trace;
-  // The CTAs in an order shuffled per launch, reproducibly (a fixed seed, advanced per launch).
   static uint64_t launches = 0;
   std::vector<dim3> order;
   order.reserve(static_cast<size_t>(gx) * gy * gz);
@@ -404,40 +432,69 @@ extern "C" int emu_launch(void (*entry)(const void*, unsigned long long*), unsig
   }
   uint64_t state = 0x9E3779B97F4A7C15ull * ++launches;
   emu_shuffle(order, state);
+  const size_t statics_bytes = static_cast<size_t>(__stop_emu_shared - __start_emu_shared);
+  const bool swap_statics = resident > 1 && statics_bytes > 0;
+  std::vector<std::unique_ptr<EmuCta>> running;
+  std::vector<unsigned> free_slots;
+  for (unsigned i = resident; i > 0; --i) free_slots.push_back(i - 1);
   std::vector<unsigned> resume(threads);  // the threads' order in a scheduler round
-  for (const dim3& at : order) {
-    const unsigned x = at.x, y = at.y, z = at.z;
-    EmuCta cta;
-    cta.block.expected = threads;
-    cta.warps.assign(threads / 32, EmuBarrier{32, 0, 0});
-    cta.slots.assign(threads, 0);
-    cta.smem.assign(smem + 16, 0xA5);  // garbage, as uninitialised shared memory is
-    cta.fibers.resize(threads);
-    emu_cta = &cta;
-    blockIdx = {x, y, z};
-    for (unsigned t = 0; t < threads; ++t) {
-      emu_make_context(cta.fibers[t].context, stacks[t].get(), kStack, cta.scheduler, emu_fiber_main);
+  std::vector<size_t> turn;               // the resident CTAs' order in a round
+  size_t next = 0;
+  while (next < order.size() || !running.empty()) {
+    while (running.size() < resident && next < order.size()) {
+      auto cta = std::make_unique<EmuCta>();
+      cta->index = order[next++];
+      cta->block.expected = threads;
+      cta->warps.assign(threads / 32, EmuBarrier{32, 0, 0});
+      cta->slots.assign(threads, 0);
+      cta->smem.assign(smem + 16, 0xA5);  // garbage, as uninitialised shared memory is
+      if (swap_statics) cta->statics.assign(statics_bytes, 0xA5);
+      cta->fibers.resize(threads);
+      cta->stack_slot = free_slots.back();
+      free_slots.pop_back();
+      cta->live = threads;
+      for (unsigned t = 0; t < threads; ++t) {
+        emu_make_context(cta->fibers[t].context, stacks[static_cast<size_t>(cta->stack_slot) * threads + t].get(),
+                         kStack, cta->scheduler, emu_fiber_main);
+      }
+      running.push_back(std::move(cta));
     }
-    unsigned live = threads;
-    while (live > 0) {
-      const uint64_t before = emu_progress;
-      live = 0;
+    const uint64_t before = emu_progress;
+    turn.resize(running.size());
+    for (size_t i = 0; i < turn.size(); ++i) turn[i] = i;
+    emu_shuffle(turn, state);
+    for (const size_t i : turn) {
+      EmuCta& cta = *running[i];
+      emu_cta = &cta;
+      blockIdx = cta.index;
+      if (swap_statics) std::memcpy(__start_emu_shared, cta.statics.data(), statics_bytes);
       for (unsigned t = 0; t < threads; ++t) resume[t] = t;
       emu_shuffle(resume, state);
+      cta.live = 0;
       for (const unsigned t : resume) {
         if (cta.fibers[t].done) continue;
         cta.current = t;
         threadIdx = {t, 0, 0};
         emu_swap(cta.scheduler, cta.fibers[t].context);
-        if (!cta.fibers[t].done) ++live;
+        if (!cta.fibers[t].done) ++cta.live;
       }
-      if (live > 0 && emu_progress == before) {
-        std::fprintf(stderr, "emulated kernel: deadlock in CTA (%u,%u,%u): %u threads wait on barriers "
-                     "that can never complete\n", x, y, z, live);
-        std::abort();
+      if (swap_statics) std::memcpy(cta.statics.data(), __start_emu_shared, statics_bytes);
+      emu_cta = nullptr;
+    }
+    if (emu_progress == before) {
+      for (const auto& cta : running) {
+        std::fprintf(stderr, "emulated kernel: deadlock in CTA (%u,%u,%u): %u threads wait on barriers or memory "
+                     "that can never change (%u CTAs resident)\n", cta->index.x, cta->index.y, cta->index.z,
+                     cta->live, resident);
+      }
+      std::abort();
+    }
+    for (size_t i = running.size(); i > 0; --i) {
+      if (running[i - 1]->live == 0) {
+        free_slots.push_back(running[i - 1]->stack_slot);
+        running.erase(running.begin() + static_cast<std::ptrdiff_t>(i - 1));
       }
     }
-    emu_cta = nullptr;
   }
   return 0;
 }

@@ -115,6 +115,7 @@ absl::StatusOr<std::string> EmuDevice::CompiledPath(const KernelSpec& spec) {
   if (shim.empty()) return absl::NotFoundError(absl::StrCat("emu: cannot read ", JLLM_EMU_SHIM));
   h = Hash(shim, h);
   for (const KernelSourceFile& f : KernelSourceFiles()) h = Hash(f.text, Hash(f.name, h));
+  for (const auto& [name, text] : options_.extra_sources) h = Hash(text, Hash(name, h));
   const std::string dir = absl::StrCat(options_.cache_dir, "/", absl::StrFormat("%016x", h));
   const std::string so = dir + "/kernel.so";
   if (fs::exists(so)) return compiled_[spec.ModuleKey()] = so;
@@ -131,6 +132,7 @@ absl::StatusOr<std::string> EmuDevice::CompiledPath(const KernelSpec& spec) {
     fs::create_directories(p.parent_path(), ec);
     std::ofstream(p, std::ios::binary) << f.text;
   }
+  for (const auto& [name, text] : options_.extra_sources) std::ofstream(fs::path(src) / name, std::ios::binary) << text;
   std::vector<std::string> cmd = {"g++", "-std=c++20", "-O1", "-fPIC", "-shared", "-w", "-pthread",
                                   "-DJLLM_EMULATE", "-include", JLLM_EMU_SHIM, "-I" + src};
   for (const auto& [name, value] : spec.DefineList()) cmd.push_back(absl::StrCat("-D", name, "=", value));
@@ -209,7 +211,8 @@ absl::Status EmuDevice::Run(const Recorded& r) {
     return absl::InvalidArgumentError(absl::StrCat("emu: ", k.label, ": empty grid"));
   }
   ++launches_;
-  if (k.launch(k.entry, r.grid.x, r.grid.y, r.grid.z, r.block.x, r.smem, r.args.data(), r.trace) != 0) {
+  if (k.launch(k.entry, r.grid.x, r.grid.y, r.grid.z, r.block.x, r.smem, r.args.data(), r.trace,
+               static_cast<unsigned>(std::max(1, options_.resident_ctas))) != 0) {
     return absl::InvalidArgumentError(absl::StrCat("emu: ", k.label, ": bad block of ", r.block.x, " threads"));
   }
   return absl::OkStatus();

@@ -24,6 +24,12 @@ struct EmuOptions {
   std::string cache_dir;                    // compiled kernels; empty: $JLLM_EMU_CACHE or build dir
   int64_t shared_per_block_optin = 227 * 1024;  // what one CTA may take (sm_90's; sm_86's is 99 KiB)
   int sm_count = 4;  // few: a persistent kernel's CTAs each take several items
+  // CTAs of a launch run interleaved, this many at a time (emu_cuda_shim.h, emu_launch): 1, one
+  // after another; more let a kernel whose CTAs wait on each other run, and interleave the
+  // cross-CTA protocols (tickets, last-CTA merges) of every kernel.
+  int resident_ctas = 1;
+  // Kernel sources by name that LoadKernel takes besides the embedded ones (test kernels).
+  std::map<std::string, std::string> extra_sources;
 };
 
 class EmuDevice : public DeviceApi {
@@ -73,7 +79,7 @@ class EmuDevice : public DeviceApi {
     void* library = nullptr;
     void (*entry)(const void*, uint64_t*) = nullptr;
     int (*launch)(void (*)(const void*, uint64_t*), unsigned, unsigned, unsigned, unsigned, size_t, const void*,
-                  uint64_t*) = nullptr;
+                  uint64_t*, unsigned) = nullptr;
     std::string label, key;
     int64_t max_smem = 0;
   };
