@@ -28,6 +28,17 @@ TEST(EmuSampleKernel, MatchesTheReferenceOddVocabulary) {
   }
 }
 
+// Greedy draws scan the row with every CTA of the launch (the last to finish takes the best
+// key): with one CTA (JLLM_SAMPLE_CTAS=1) and with three, whose slices end mid-row, as with the
+// default sixteen; the other draws run in the first CTA whatever the grid.
+TEST(EmuSampleKernel, MatchesTheReferenceWithOneAndThreeCtas) {
+  emu::EmuDevice dev;
+  for (unsigned ctas : {1u, 3u}) {
+    SCOPED_TRACE(ctas);
+    CheckDeviceSamplerMatchesReference(dev, 1001, 3, ctas);
+  }
+}
+
 TEST(EmuSampleKernel, MatchesTheReferenceQwenVocabulary) {
   emu::EmuDevice dev;
   CheckDeviceSamplerMatchesReference(dev, 151936, 1);

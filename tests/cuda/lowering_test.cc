@@ -163,6 +163,20 @@ TEST(Lowering, AttentionAlonePrefetchesItsSuccessorAfterItsStream) {
   }
 }
 
+// The sampler's grid: kSampleCtas CTAs (a greedy draw scans the row with all of them), or
+// JLLM_SAMPLE_CTAS.
+TEST(Lowering, SamplerGridIsSampleCtas) {
+  auto g = testing::PresetGraph("0.6b");
+  ASSERT_TRUE(g.ok()) << g.status();
+  for (const auto& [env, want] : std::vector<std::pair<std::string, int64_t>>{{"", geometry::kSampleCtas}, {"1", 1}, {"5", 5}}) {
+    ::jllm::testing::ScopedEnv e(std::vector<std::pair<std::string, std::string>>{{"JLLM_SAMPLE_CTAS", env}});
+    auto lg = LowerGraph(*g);
+    ASSERT_TRUE(lg.ok()) << lg.status();
+    ASSERT_GE(lg->sample.spec, 0);
+    EXPECT_EQ(lg->specs[lg->sample.spec].grid_x, want) << "JLLM_SAMPLE_CTAS=" << env;
+  }
+}
+
 // JLLM_PREFETCH_FORM: the prefetching kernels (head_ops and attention under JLLM_PREFETCH=1) are
 // built with the form asked for (kernel_args.h L2PrefetchForm); bulk, the default, adds no
 // define, and no other kernel gets one; a misspelt form falls back to bulk.

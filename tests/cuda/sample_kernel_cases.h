@@ -30,18 +30,20 @@ inline KernelSpec SampleSpec(int64_t vocab) {
 // Device buffers for one vocabulary, reused across draws (the stamps persist, as in a session).
 class DeviceSampler {
  public:
-  DeviceSampler(DeviceApi& dev, int64_t vocab, int64_t max_ctx) : dev_(dev), vocab_(vocab) {
+  // `ctas`: the launch's grid (the lowering's JLLM_SAMPLE_CTAS).
+  DeviceSampler(DeviceApi& dev, int64_t vocab, int64_t max_ctx, unsigned ctas = geometry::kSampleCtas)
+      : dev_(dev), vocab_(vocab), ctas_(ctas) {
     auto k = dev.LoadKernel(SampleSpec(vocab), "");
     EXPECT_TRUE(k.ok()) << k.status();
     kernel_ = k.value_or(-1);
     logits_ = Alloc(vocab * 4);
     work_ = Alloc(vocab * 4);
     weights_ = Alloc(vocab * 8);
-    stamps_ = Alloc(vocab * 4);
+    stamps_ = Alloc((vocab + geometry::kSampleStampsExtra) * 4);
     ctx_ = Alloc(max_ctx * 4);
     params_ = Alloc(sizeof(SamplingParams));
     state_ = Alloc(sizeof(StepState));
-    EXPECT_TRUE(dev.Fill(stamps_, 0, vocab * 4).ok());
+    EXPECT_TRUE(dev.Fill(stamps_, 0, (vocab + geometry::kSampleStampsExtra) * 4).ok());
     EXPECT_TRUE(dev.Fill(state_, 0, sizeof(StepState)).ok());
   }
   ~DeviceSampler() {
@@ -69,7 +71,7 @@ class DeviceSampler {
     a.ctx_tokens = static_cast<const int*>(ctx_);
     a.params = params_;
     a.state = static_cast<StepState*>(state_);
-    EXPECT_TRUE(dev_.Launch(kernel_, {1, 1, 1}, {geometry::kSampleThreads, 1, 1}, 0, &a, sizeof(a)).ok());
+    EXPECT_TRUE(dev_.Launch(kernel_, {ctas_, 1, 1}, {geometry::kSampleThreads, 1, 1}, 0, &a, sizeof(a)).ok());
     EXPECT_TRUE(dev_.CopyToHost(&s, state_, sizeof(s)).ok());
     const absl::Status st = dev_.Synchronize("sampling");
     EXPECT_TRUE(st.ok()) << st;
@@ -87,6 +89,7 @@ class DeviceSampler {
   }
   DeviceApi& dev_;
   int64_t vocab_;
+  unsigned ctas_;
   KernelHandle kernel_ = -1;
   void *logits_, *work_, *weights_, *stamps_, *ctx_, *params_, *state_;
   std::vector<void*> owned_;
@@ -127,8 +130,9 @@ inline std::vector<SampleCase> SampleCases() {
 }
 
 // Runs every case on rows of `vocab` logits, `draws` draws each, against SampleToken.
-inline void CheckDeviceSamplerMatchesReference(DeviceApi& dev, int64_t vocab, int draws) {
-  DeviceSampler sampler(dev, vocab, 256);
+inline void CheckDeviceSamplerMatchesReference(DeviceApi& dev, int64_t vocab, int draws,
+                                               unsigned ctas = geometry::kSampleCtas) {
+  DeviceSampler sampler(dev, vocab, 256, ctas);
   std::mt19937 rng(1234);
   for (const SampleCase& c : SampleCases()) {
     SCOPED_TRACE(c.name);

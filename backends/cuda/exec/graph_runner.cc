@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "backends/cuda/device_layout.h"
 #include "backends/cuda/exec/step_trace.h"
+#include "backends/cuda/kernels/launch_geometry.h"
 #include "backends/cuda/kernels/kernel_trace.h"
 #include "backends/cuda/lowering/weight_repack.h"
 #include "backends/sampling.h"
@@ -207,7 +208,8 @@ absl::Status GraphRunner::Allocate() {
     buffers_.logits_row = static_cast<float*>(Alloc(vocab * 4, "logits", &st));
     buffers_.sample_work = static_cast<float*>(Alloc(vocab * 4, "sampler logits", &st));
     buffers_.sample_weights = static_cast<double*>(Alloc(vocab * 8, "sampler weights", &st));
-    buffers_.sample_stamps = static_cast<unsigned*>(Alloc(vocab * 4, "sampler stamps", &st));
+    buffers_.sample_stamps =
+        static_cast<unsigned*>(Alloc((vocab + geometry::kSampleStampsExtra) * 4, "sampler stamps", &st));
     buffers_.sample_params = Alloc(sizeof(SamplingParams), "sampler settings", &st);
   }
   buffers_.workspace = static_cast<float*>(Alloc(plan_.workspace_floats * 4, "workspace", &st));
@@ -221,7 +223,9 @@ absl::Status GraphRunner::Allocate() {
   RETURN_IF_ERROR(st);
   // Zero what kernels rely on being zero: counters, stamps, state, context.
   if (buffers_.counters) RETURN_IF_ERROR(device_.Fill(buffers_.counters, 0, plan_.workspace_counters * 4));
-  if (buffers_.sample_stamps) RETURN_IF_ERROR(device_.Fill(buffers_.sample_stamps, 0, vocab * 4));
+  if (buffers_.sample_stamps) {
+    RETURN_IF_ERROR(device_.Fill(buffers_.sample_stamps, 0, (vocab + geometry::kSampleStampsExtra) * 4));
+  }
   RETURN_IF_ERROR(device_.Fill(buffers_.state, 0, sizeof(StepState)));
   if (trace_ != nullptr) RETURN_IF_ERROR(device_.Fill(trace_, 0, trace::kWords * 8));  // no record until asked
   RETURN_IF_ERROR(device_.Fill(buffers_.context_tokens, 0, n_ctx * 4));

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "backends/cuda/kernels/launch_geometry.h"
 #include "backends/cuda/lowering/weight_repack.h"
 #include "ir/absl_compat.h"
 #include "ir/status.h"
@@ -214,7 +215,8 @@ absl::StatusOr<MemoryPlan> PlanMemory(const ir::Graph& g, const LoweredGraph& lo
   });
   const int64_t vocab = lowered.logits >= 0 ? g.type_of(lowered.logits).shape.dims.back() : 0;
   p.other_bytes = Align(vocab * 4)                                     // logits row
-                  + Align(vocab * 4) + Align(vocab * 8) + Align(vocab * 4)  // sampler scratch
+                  + Align(vocab * 4) + Align(vocab * 8)                // sampler scratch
+                  + Align((vocab + geometry::kSampleStampsExtra) * 4)
                   + Align(p.workspace_floats * 4) + Align(p.workspace_counters * 4)
                   + 2 * Align(max_step_tokens * 4)                     // tokens, positions
                   + Align(max_context * 4)                             // context tokens

@@ -284,6 +284,17 @@ __device__ __forceinline__ float jllm_load_l2_f32(const float* p) {
 #endif
 }
 
+// As jllm_load_l2_f32, 8 bytes.
+__device__ __forceinline__ jllm_u64 jllm_load_l2_u64(const jllm_u64* p) {
+#if defined(JLLM_EMULATE)
+  return std::atomic_ref<const jllm_u64>(*p).load(std::memory_order_relaxed);
+#else
+  jllm_u64 v;
+  asm volatile("ld.global.cg.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+#endif
+}
+
 __device__ __forceinline__ jllm_u16 jllm_load_u16(const void* p) {
 #if defined(JLLM_EMULATE)
   emu_check_aligned(p, 2);

@@ -175,7 +175,8 @@ struct SampleArgs {
   const float* logits;           // [V]
   float* work;                   // [V]: the penalized logits
   double* weights;               // [V]: scratch for the mass-weighted selections
-  unsigned* stamps;              // [V]: penalty dedupe stamps (zero at allocation)
+  unsigned* stamps;              // [V + kSampleStampsExtra]: penalty dedupe stamps, then the
+                                 // greedy CTAs' ticket (zero at allocation; the last CTA resets it)
   const int* ctx_tokens;         // the context, by position
   const void* params;            // a jllm::SamplingParams (backends/sampling_params.h)
   StepState* state;              // reads pos (of the token whose logits these are); writes the

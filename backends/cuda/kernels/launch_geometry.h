@@ -174,7 +174,12 @@ constexpr int AttentionPrefillSmemBytes(int query_rows, int head_dim) {
   return (query_rows * head_dim + 2 * kAttnKeyTile * (head_dim + 1)) * 4;
 }
 
-// sample.cu: one CTA of this many threads.
+// sample.cu: CTAs of this many threads; greedy sampling without penalties scans the row with
+// kSampleCtas of them (each its slice, the last to finish takes the best of their keys), every
+// other draw with the first alone. Its scratch: the stamps' buffer holds kSampleStampsExtra
+// words past the vocabulary (the CTAs' ticket), the weights' one CTA key per double.
 inline constexpr int kSampleThreads = 1024;
+inline constexpr int kSampleCtas = 16;
+inline constexpr int kSampleStampsExtra = 1;
 
 }  // namespace jllm::cuda::geometry

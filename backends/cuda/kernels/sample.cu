@@ -7,7 +7,10 @@
 // first candidate at which a cumulative weight reaches a target" — weight 1 for top-k, the
 // softmax mass for top-p and for the draw — found by a radix select over the 64-bit keys
 // (8 bits a pass, histograms of count and weight in shared memory, done as soon as the chosen
-// bucket holds one element). One CTA; a few passes over the row, which sits in L2.
+// bucket holds one element). One CTA; a few passes over the row, which sits in L2. Greedy
+// draws without penalties (decode's default) need only the best key: kSampleCtas CTAs scan a
+// slice each and the last of them to finish takes the best of their keys (a single CTA took
+// ~11 us a step to read 151,936 logits; docs/PERF.md).
 //
 // Constants (-D): JLLM_VOCAB.
 #include "backends/sampling_params.h"
@@ -145,6 +148,68 @@ __device__ jllm_u64 SelectFirstReaching(const float* lg, const double* weights, 
   return prefix;
 }
 
+constexpr int kV4 = kV / 4;
+
+// The largest key among logits [4 * b4, 4 * e4) and, where e4 is the last float4, the ones past
+// it: this thread's share. The row is read as float4, kMaxLoads of them in flight per thread (a
+// plain strided loop kept a load or two in flight and cost ~20-30 us a step; docs/PERF.md).
+__device__ jllm_u64 BestKeyIn(const float* lg, int b4, int e4) {
+  const int tid = threadIdx.x;
+  constexpr int kMaxLoads = 8;
+  jllm_u64 best = 0;
+  const float4* lg4 = reinterpret_cast<const float4*>(lg);  // the logits row and `work` are 16-byte aligned
+  for (int i0 = b4 + tid; i0 < e4; i0 += kThreads * kMaxLoads) {
+    float4 v[kMaxLoads];
+#pragma unroll
+    for (int u = 0; u < kMaxLoads; ++u) {
+      const int i = i0 + u * kThreads;
+      if (i < e4) v[u] = lg4[i];
+    }
+#pragma unroll
+    for (int u = 0; u < kMaxLoads; ++u) {
+      const int i = i0 + u * kThreads;
+      if (i >= e4) continue;
+      const float e[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const jllm_u64 k = KeyOf(e[c] != e[c] ? JLLM_NEG_INF : e[c], 4 * i + c);  // as Logit()
+        best = k > best ? k : best;
+      }
+    }
+  }
+  if (e4 == kV4) {
+    for (int i = 4 * kV4 + tid; i < kV; i += kThreads) {
+      const jllm_u64 k = KeyOf(Logit(lg, i), i);
+      best = k > best ? k : best;
+    }
+  }
+  return best;
+}
+
+// The CTA's largest key (every thread gets it).
+__device__ jllm_u64 CtaMaxKey(jllm_u64 best, Shared& sh) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  best = WarpMaxU64(best);
+  if (lane == 0) sh.warp_k[warp] = best;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    jllm_u64 b = 0;
+    for (int w = 0; w < kWarps; ++w) b = sh.warp_k[w] > b ? sh.warp_k[w] : b;
+    sh.chosen = b;
+  }
+  __syncthreads();
+  best = sh.chosen;
+  __syncthreads();
+  return best;
+}
+
+// The step state after the draw of `token`.
+__device__ __forceinline__ void Advance(jllm::cuda::StepState* state, int token, int pos, unsigned serial) {
+  state->token = token;
+  state->pos = pos + 1;
+  state->serial = serial;
+}
+
 }  // namespace
 
 JLLM_KERNEL(sample, jllm::cuda::SampleArgs, kThreads, 1) {
@@ -155,6 +220,34 @@ JLLM_KERNEL(sample, jllm::cuda::SampleArgs, kThreads, 1) {
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int pos = args.state->pos;  // position of the token whose logits these are
   const unsigned serial = args.state->serial + 1;
+
+  if (!(p.temperature > 0.0f) && !p.Penalizes()) {
+    // Greedy: this CTA's slice of the row, then a ticket; the last CTA takes the best key.
+    const int b4 = static_cast<int>(static_cast<long long>(kV4) * blockIdx.x / gridDim.x);
+    const int e4 = static_cast<int>(static_cast<long long>(kV4) * (blockIdx.x + 1) / gridDim.x);
+    const jllm_u64 mine = CtaMaxKey(BestKeyIn(args.logits, b4, e4), sh);
+    jllm_u64* keys = reinterpret_cast<jllm_u64*>(args.weights);
+    unsigned* ticket = args.stamps + kV;
+    if (tid == 0) {
+      keys[blockIdx.x] = mine;
+      __threadfence();
+      sh.count = atomicAdd(ticket, 1u);
+    }
+    __syncthreads();
+    if (sh.count != gridDim.x - 1) return;  // not the last CTA
+    if (tid == 0) {
+      __threadfence();
+      jllm_u64 b = 0;
+      for (unsigned c = 0; c < gridDim.x; ++c) {
+        const jllm_u64 k = jllm_load_l2_u64(keys + c);
+        b = k > b ? k : b;
+      }
+      *ticket = 0;
+      Advance(args.state, IdOf(b), pos, serial);
+    }
+    return;
+  }
+  if (blockIdx.x != 0) return;  // every other draw: one CTA
 
   // The penalties over the distinct ids among the last repeat_last_n context tokens: the thread
   // that stamps an id first penalizes it, counting its occurrences in the window.
@@ -181,48 +274,9 @@ JLLM_KERNEL(sample, jllm::cuda::SampleArgs, kThreads, 1) {
     lg = args.work;
   }
 
-  // The best key: the greedy choice, and the max logit for the softmax. The row is read as
-  // float4, kMaxLoads of them in flight per thread (one CTA reads all of it: a plain strided
-  // loop kept a load or two in flight and cost ~20-30 us a step; docs/PERF.md).
-  jllm_u64 best = 0;
-  {
-    constexpr int kV4 = kV / 4, kMaxLoads = 8;
-    const float4* lg4 = reinterpret_cast<const float4*>(lg);  // the logits row and `work` are 16-byte aligned
-    for (int i0 = tid; i0 < kV4; i0 += kThreads * kMaxLoads) {
-      float4 v[kMaxLoads];
-#pragma unroll
-      for (int u = 0; u < kMaxLoads; ++u) {
-        const int i = i0 + u * kThreads;
-        if (i < kV4) v[u] = lg4[i];
-      }
-#pragma unroll
-      for (int u = 0; u < kMaxLoads; ++u) {
-        const int i = i0 + u * kThreads;
-        if (i >= kV4) continue;
-        const float e[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
-#pragma unroll
-        for (int c = 0; c < 4; ++c) {
-          const jllm_u64 k = KeyOf(e[c] != e[c] ? JLLM_NEG_INF : e[c], 4 * i + c);  // as Logit()
-          best = k > best ? k : best;
-        }
-      }
-    }
-    for (int i = 4 * kV4 + tid; i < kV; i += kThreads) {
-      const jllm_u64 k = KeyOf(Logit(lg, i), i);
-      best = k > best ? k : best;
-    }
-  }
-  best = WarpMaxU64(best);
-  if (lane == 0) sh.warp_k[warp] = best;
-  __syncthreads();
-  if (tid == 0) {
-    jllm_u64 b = 0;
-    for (int w = 0; w < kWarps; ++w) b = sh.warp_k[w] > b ? sh.warp_k[w] : b;
-    sh.chosen = b;
-  }
-  __syncthreads();
-  best = sh.chosen;
-  __syncthreads();
+  // The best key: the greedy choice, and the max logit for the softmax.
+  jllm_u64 best = BestKeyIn(lg, 0, kV4);
+  best = CtaMaxKey(best, sh);
   jllm_u64 chosen = best;
 
   if (p.temperature > 0.0f) {
@@ -257,10 +311,5 @@ JLLM_KERNEL(sample, jllm::cuda::SampleArgs, kThreads, 1) {
     chosen = SelectFirstReaching(lg, args.weights, floor, min_logit, u * z, true, sh);
   }
 
-  if (tid == 0) {
-    const int token = IdOf(chosen);
-    args.state->token = token;
-    args.state->pos = pos + 1;
-    args.state->serial = serial;
-  }
+  if (tid == 0) Advance(args.state, IdOf(chosen), pos, serial);
 }

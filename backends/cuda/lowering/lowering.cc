@@ -245,6 +245,9 @@ bool GemmTensorCores() { return GemmMode() != 0; }
 int AttentionKernel() { return static_cast<int>(TuningOverride("JLLM_ATTN_KERNEL", kAttnKernel, /*min=*/1, /*max=*/3)); }
 
 int PrefetchMode() { return static_cast<int>(TuningOverride("JLLM_PREFETCH", kPrefetch, /*min=*/0, /*max=*/2)); }
+int SampleCtas() {
+  return static_cast<int>(TuningOverride("JLLM_SAMPLE_CTAS", geo::kSampleCtas, /*min=*/1, /*max=*/256));
+}
 int PrefetchForm() {
   const char* v = std::getenv("JLLM_PREFETCH_FORM");
   if (v == nullptr || *v == '\0') return kL2PrefetchBulk;
@@ -293,6 +296,7 @@ class Lowerer {
       const int64_t vocab = Width(out_.logits);
       KernelSpec s = Base("sample.cu", "sample", absl::StrCat("sample vocab ", vocab),
                           {D("JLLM_VOCAB", vocab)}, geo::kSampleThreads);
+      s.grid_x = SampleCtas();
       s.bytes_per_token = vocab * 4 * 4;  // a few passes over the row (from L2)
       out_.sample.kind = LaunchKind::kSample;
       out_.sample.spec = Add(std::move(s));

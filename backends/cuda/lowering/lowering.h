@@ -155,6 +155,11 @@ bool Prefetching();
 // measures what each leaves in L2.
 int PrefetchForm();
 
+// The sampler's CTAs (JLLM_SAMPLE_CTAS at lowering; kernels/launch_geometry.h kSampleCtas by
+// default, 16 since stop 31; 1: stop 30's single CTA): a greedy draw without penalties scans
+// the row with all of them.
+int SampleCtas();
+
 // Whether the GEMV heuristics take the group's size into account (JLLM_GEMV_BY_SIZE, 1 by default
 // since stop 28; 0: stop 27's): a group of at least 4 MiB takes 16 warps in one CTA an SM like the
 // feed-forward ones, a smaller one aims its K split at twice the items a warp (ITEMS 10).
