@@ -174,7 +174,8 @@ struct ElementwiseArgs {
 struct SampleArgs {
   const float* logits;           // [V]
   float* work;                   // [V]: the penalized logits
-  double* weights;               // [V]: scratch for the mass-weighted selections
+  double* weights;               // [V]: scratch for the mass-weighted selections (greedy: the
+                                 // CTAs' best keys, one a double)
   unsigned* stamps;              // [V + kSampleStampsExtra]: penalty dedupe stamps, then the
                                  // greedy CTAs' ticket (zero at allocation; the last CTA resets it)
   const int* ctx_tokens;         // the context, by position
