@@ -24,13 +24,17 @@ std::vector<uint32_t> FillDistinct(emu::EmuDevice& dev, void* p, int64_t bytes) 
   return words;
 }
 
-// The XOR of the CTAs' words after one launch of the probe kernel with `form`.
-uint32_t ProbeChecksum(emu::EmuDevice& dev, const void* src, int64_t bytes, int form, unsigned ctas) {
+absl::StatusOr<KernelHandle> LoadProbeKernel(emu::EmuDevice& dev) {
   KernelSpec spec;
   spec.label = spec.kernel = "l2_prefetch_probe";
   spec.source = "l2_prefetch_probe.cu";
   spec.threads = 256;
-  auto k = dev.LoadKernel(spec, "");
+  return dev.LoadKernel(spec, "");
+}
+
+// The XOR of the CTAs' words after one launch of the probe kernel with `form`.
+uint32_t ProbeChecksum(emu::EmuDevice& dev, const void* src, int64_t bytes, int form, unsigned ctas) {
+  auto k = LoadProbeKernel(dev);
   EXPECT_TRUE(k.ok()) << k.status();
   auto out = dev.Allocate(4 * ctas, "out");
   EXPECT_TRUE(out.ok());
@@ -99,11 +103,7 @@ TEST(EmuDeviceProbes, L2ProbeTableHasEveryFormForEverySize) {
 // machine's speed), asking nothing of L2 for a form outside L2PrefetchForm.
 TEST(EmuDeviceProbes, L2ProbeKernelHoldsOpenForItsSpin) {
   emu::EmuDevice dev;
-  KernelSpec spec;
-  spec.label = spec.kernel = "l2_prefetch_probe";
-  spec.source = "l2_prefetch_probe.cu";
-  spec.threads = 256;
-  auto k = dev.LoadKernel(spec, "");
+  auto k = LoadProbeKernel(dev);
   ASSERT_TRUE(k.ok()) << k.status();
   auto out = dev.Allocate(8, "out");
   ASSERT_TRUE(out.ok());

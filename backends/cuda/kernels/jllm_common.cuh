@@ -699,6 +699,21 @@ __device__ __forceinline__ double jllm_block_sum_d(double v, double* scratch) {
   return total;
 }
 
+// The XOR of every thread's word, stored by thread 0 to out[blockIdx.x]: a probe kernel's one
+// store per CTA, so that its loads cannot be dropped (blockDim.x a multiple of 32, at most 256).
+__device__ __forceinline__ void jllm_cta_xor_store(jllm_u32 acc, jllm_u32* out) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) acc ^= __shfl_xor_sync(0xffffffffu, acc, offset);
+  __shared__ jllm_u32 warp_acc[8];
+  if ((threadIdx.x & 31) == 0) warp_acc[threadIdx.x >> 5] = acc;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    jllm_u32 total = 0;
+    for (int w = 0; w < static_cast<int>(blockDim.x >> 5); ++w) total ^= warp_acc[w];
+    out[blockIdx.x] = total;
+  }
+}
+
 // Sum of squares of x[0..n) in double with a fixed order per thread, as cpu_ref's RMSNorm
 // (each square rounded in f32, then accumulated in double).
 __device__ __forceinline__ double jllm_sum_squares(const float* x, int n, double* scratch) {

@@ -59,18 +59,9 @@ JLLM_KERNEL(l2_prefetch_probe, jllm::cuda::L2PrefetchProbeArgs, 256, 1) {
     default:
       break;
   }
-#pragma unroll
-  for (int offset = 16; offset > 0; offset >>= 1) acc ^= __shfl_xor_sync(0xffffffffu, acc, offset);
-  __shared__ jllm_u32 warp_acc[8];
-  if ((threadIdx.x & 31) == 0) warp_acc[threadIdx.x >> 5] = acc;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    if (blockIdx.x == 0) {
-      while (ProbeNowNs() - start < args.spin_ns) {
-      }
+  if (threadIdx.x == 0 && blockIdx.x == 0) {
+    while (ProbeNowNs() - start < args.spin_ns) {
     }
-    jllm_u32 total = 0;
-    for (int w = 0; w < static_cast<int>(blockDim.x >> 5); ++w) total ^= warp_acc[w];
-    args.out[blockIdx.x] = total;
   }
+  jllm_cta_xor_store(acc, args.out);
 }

@@ -22,15 +22,5 @@ JLLM_KERNEL(read_bandwidth, jllm::cuda::ReadBandwidthArgs, 256, 1) {
     const uint4 v = jllm_load_stream16(src + i);
     acc ^= v.x ^ v.y ^ v.z ^ v.w;
   }
-  // Reduce so only one store per CTA reaches memory.
-#pragma unroll
-  for (int offset = 16; offset > 0; offset >>= 1) acc ^= __shfl_xor_sync(0xffffffffu, acc, offset);
-  __shared__ jllm_u32 warp_acc[8];
-  if ((threadIdx.x & 31) == 0) warp_acc[threadIdx.x >> 5] = acc;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    jllm_u32 total = 0;
-    for (int w = 0; w < static_cast<int>(blockDim.x >> 5); ++w) total ^= warp_acc[w];
-    args.out[blockIdx.x] = total;
-  }
+  jllm_cta_xor_store(acc, args.out);
 }
