@@ -225,6 +225,12 @@ int RunProbe(const std::string& probe, const std::string& backend_name, const st
   std::fprintf(stderr, "jllm-bench: probing %s on %s\n", probe.c_str(), backend->device.c_str());
   auto table = backend->backend->Probe(probe);
   if (!table.ok()) return Fail(table.status());
+  for (const auto& r : table->rows) {  // a label's column, then one per value
+    if (r.values.size() + 1 != table->columns.size()) {
+      return Fail(absl::InternalError(absl::StrCat("--probe ", probe, ": row '", r.label, "' has ", r.values.size(),
+                                                   " values for ", table->columns.size(), " columns")));
+    }
+  }
   if (format == "json") {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& r : table->rows) {
@@ -232,7 +238,7 @@ int RunProbe(const std::string& probe, const std::string& backend_name, const st
       j["probe"] = probe;
       j["gpu_info"] = backend->device;
       j[table->columns[0]] = r.label;
-      for (size_t c = 0; c < r.values.size() && c + 1 < table->columns.size(); ++c) j[table->columns[c + 1]] = r.values[c];
+      for (size_t c = 0; c < r.values.size(); ++c) j[table->columns[c + 1]] = r.values[c];
       out.push_back(j);
     }
     std::printf("%s\n", out.dump(2).c_str());
