@@ -502,12 +502,16 @@ void AttentionCases(std::vector<OpCase>& cases) {
 // attention, over one-token steps (the decode kernels: on the CUDA backend the QKV GEMV, which
 // can run the head ops in its tail, JLLM_GEMV_HEAD). Four steps: a head ticket left set by one
 // step would leave the next step's head untransformed. The attention output and the rotated q of
-// every step are compared.
+// every step are compared — but in the "_y" case only the output: its rotated q has no reader
+// but attention, so decode attention may run the head ops itself (JLLM_ATTN_FUSE_HEAD). Its
+// rope base is 20 rather than 1e6, so at these four positions the last pairs turn by tenths of a
+// radian, not thousandths: a pair given its neighbour's angle shows.
 void QkvHeadAttentionCases(std::vector<OpCase>& cases) {
-  struct P { int64_t h, hkv, d, k; GgmlType tq, tk, tv; };
+  struct P { int64_t h, hkv, d, k; GgmlType tq, tk, tv; bool q_out = true; };
   const std::vector<std::pair<P, ir::KvDType>> params = {
       {{16, 8, 128, 256, GgmlType::kQ4_K, GgmlType::kQ4_K, GgmlType::kQ6_K}, ir::KvDType::kF32},
       {{16, 8, 128, 256, GgmlType::kQ4_K, GgmlType::kQ4_K, GgmlType::kQ6_K}, ir::KvDType::kF16},
+      {{16, 8, 128, 256, GgmlType::kQ4_K, GgmlType::kQ4_K, GgmlType::kQ6_K, false}, ir::KvDType::kF16},
       {{4, 2, 64, 512, GgmlType::kQ4_K, GgmlType::kQ4_K, GgmlType::kQ4_K}, ir::KvDType::kInt8},
   };
   // Unlike the attention cases, the cache here stores k and v as the backend computed them, which
@@ -520,12 +524,12 @@ void QkvHeadAttentionCases(std::vector<OpCase>& cases) {
   for (const auto& [p, kv] : params) {
     const double stored = kv == ir::KvDType::kF16 ? 1e-7 : kv == ir::KvDType::kInt8 ? 5e-6 : 0;
     cases.push_back({absl::StrCat("qkv_head_attention_H", p.h, "_Hkv", p.hkv, "_D", p.d, "_K", p.k, "_",
-                                  std::string(ir::KvDTypeName(kv))),
+                                  std::string(ir::KvDTypeName(kv)), p.q_out ? "" : "_y"),
                      std::max(kKQuantMatMulNmse, stored),
                      [p, kv](std::mt19937& rng, OpRunner& runner) {
       constexpr int64_t kSteps = 4;
       const int64_t qw = p.h * p.d, kvw = p.hkv * p.d;
-      const float eps = 1e-6f, base = 1e6f;
+      const float eps = 1e-6f, base = p.q_out ? 1e6f : 20.f;
       const double scale = 1.0 / std::sqrt(static_cast<double>(p.d));
       TestModel m(1, kv);
       const ir::WeightId wq = m.AddRandomWeight("wq", p.tq, {p.k, qw}, rng);
@@ -543,7 +547,7 @@ void QkvHeadAttentionCases(std::vector<OpCase>& cases) {
                          ir::QkNormRopeKvAppendAttrs{0, p.h, p.hkv, p.d, eps, p.d, base, 1.0f}, {"q_out", "kv"});
       auto y = m.Node1(OpKind::kAttention, {outs[0], outs[1], pos}, {},
                        ir::AttentionAttrs{0, p.h, p.hkv, p.d, static_cast<float>(scale)}, "y");
-      CaseRun run(runner, m, {y, outs[0]});
+      CaseRun run(runner, m, p.q_out ? std::vector<ir::ValueId>{y, outs[0]} : std::vector<ir::ValueId>{y});
       const std::vector<float> xs = Random(rng, kSteps * p.k);
       const std::vector<int32_t> all_pos = Positions(0, kSteps);
       // The reference: the normed products, the head transforms, the cache's storage rounding.
@@ -564,6 +568,7 @@ void QkvHeadAttentionCases(std::vector<OpCase>& cases) {
         }
         Append(c.got, run.Out(y));
         c.want.insert(c.want.end(), want_all.begin() + t * qw, want_all.begin() + (t + 1) * qw);
+        if (!p.q_out) continue;
         Append(c.got, run.Out(outs[0]));
         c.want.insert(c.want.end(), q_ref.begin() + t * qw, q_ref.begin() + (t + 1) * qw);
       }

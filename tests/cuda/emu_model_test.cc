@@ -174,6 +174,49 @@ TEST(EmuModelTest, LockstepWithCpuRefHeadOpsInTheQkvGemv) {
   CheckLockstepWithCpuRef(true);
 }
 
+// The number of decode launches of `kind` and of decode attention_mma.cu specs with the head ops
+// fused (JLLM_FUSED_HEAD=1) when the tiny model is lowered under the current switches.
+std::pair<int, int> HeadOpsLaunchesAndFusedAttention() {
+  auto lg = LowerGraph(Lowered(true));
+  EXPECT_TRUE(lg.ok()) << lg.status();
+  if (!lg.ok()) return {-1, -1};
+  int head_ops = 0, fused = 0;
+  for (const NodeLowering& nl : lg->nodes) {
+    for (const Launch& l : nl.decode) {
+      head_ops += l.kind == LaunchKind::kHeadOps;
+      const KernelSpec& s = lg->specs[l.spec];
+      fused += s.kernel == "attention_mma" && absl::StrContains(s.defines, "JLLM_FUSED_HEAD=1");
+    }
+  }
+  return {head_ops, fused};
+}
+
+// attention_mma.cu with the layer's head ops (JLLM_ATTN_FUSE_HEAD=1): no head_ops launch in the
+// decode step, every lane group norms and rotates its query head, the warp holding the newest
+// position appends it. With 8 CTAs interleaved, so a CTA's loads of the newest position that
+// went to the cache rather than to the appended row would read whatever is there (the other
+// splits' CTAs run beside it). Later steps read the appended rows from the cache.
+TEST(EmuModelTest, LockstepWithCpuRefHeadOpsInAttention) {
+  ::jllm::testing::ScopedEnv env(std::vector<std::pair<std::string, std::string>>{{"JLLM_ATTN_FUSE_HEAD", "1"}});
+  EXPECT_EQ(HeadOpsLaunchesAndFusedAttention(), std::make_pair(0, 4));  // one attention a layer
+  EmuOptions emu;
+  emu.resident_ctas = 8;
+  CheckLockstepWithCpuRef(true, kHelloWorld, std::move(emu));
+}
+
+// The same with one warp a CTA on two splits and the first tile loaded after the grid wait: at
+// 41..46 positions the newest lies in split 1's second tile (split 1 holds 21..41 at 41), so the
+// appending warp reads it in its loop, not with the first tile.
+TEST(EmuModelTest, LockstepWithCpuRefHeadOpsInAttentionLaterTileLate) {
+  ::jllm::testing::ScopedEnv env(std::vector<std::pair<std::string, std::string>>{
+      {"JLLM_ATTN_FUSE_HEAD", "1"}, {"JLLM_ATTN_NW", "1"}, {"JLLM_ATTN_SPLITS", "2"}, {"JLLM_ATTN_MINCHUNK", "1"},
+      {"JLLM_ATTN_EARLY", "0"}});
+  EXPECT_EQ(HeadOpsLaunchesAndFusedAttention(), std::make_pair(0, 4));
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 40; ++i) prompt.push_back(kHelloWorld[i % kHelloWorld.size()] + i);
+  CheckLockstepWithCpuRef(true, prompt);
+}
+
 // attention_mma.cu's warps grabbing tiles from a counter per kv head (JLLM_ATTN_DYNAMIC), one
 // warp a CTA on two splits: at 41..46 positions split 0 takes tile 0, split 1 tile 1 and the
 // grabs the rest (the emulation runs CTAs in turn: the first to run grabs them all). Each step's

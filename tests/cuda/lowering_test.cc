@@ -213,16 +213,19 @@ TEST(Lowering, PrefetchFormReachesThePrefetchingKernelsOnly) {
 }
 
 // Decode attention takes over the layer's q/k norm + RoPE + KV append (JLLM_ATTN_FUSE_HEAD=1, with
-// attention_decode.cu: JLLM_ATTN_KERNEL=1): the head
+// attention_decode.cu, JLLM_ATTN_KERNEL=1, and with attention_mma.cu, 3): the head
 // op's node has no decode launch (its prefill launch stays), attention's reads that op's inputs
 // and parameters, and the memory plan keeps those inputs alive until attention — no value
-// attention writes may lie where it still reads. Without it (the default) the two launches stay.
-TEST(Lowering, DecodeAttentionRunsTheHeadOpsOfItsLayer) {
+// attention writes may lie where it still reads. Without it the two launches stay.
+class LoweringFusedHead : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(LoweringFusedHead, DecodeAttentionRunsTheHeadOpsOfItsLayer) {
   auto g = testing::PresetGraph("4b");
   ASSERT_TRUE(g.ok()) << g.status();
+  const std::string kernel = GetParam();
   std::optional<::jllm::testing::ScopedEnv> fuse(
       std::in_place,
-      std::vector<std::pair<std::string, std::string>>{{"JLLM_ATTN_FUSE_HEAD", "1"}, {"JLLM_ATTN_KERNEL", "1"}});
+      std::vector<std::pair<std::string, std::string>>{{"JLLM_ATTN_FUSE_HEAD", "1"}, {"JLLM_ATTN_KERNEL", kernel}});
   auto lg = LowerGraph(*g);
   ASSERT_TRUE(lg.ok()) << lg.status();
   auto plan = PlanMemory(*g, *lg, 256, 16);
@@ -251,6 +254,7 @@ TEST(Lowering, DecodeAttentionRunsTheHeadOpsOfItsLayer) {
     EXPECT_EQ(l.p1, ha.eps);
     EXPECT_EQ(l.p2, ir::RopeThetaStep(ha.freq_base, ha.n_rot));
     EXPECT_EQ(l.p3, ha.freq_scale);
+    EXPECT_EQ(lg->specs[l.spec].kernel, kernel == "1" ? "attention_decode" : "attention_mma");
     EXPECT_NE(lg->specs[l.spec].defines.find("JLLM_FUSED_HEAD=1"), std::string::npos);
     EXPECT_NE(lg->specs[l.spec].defines.find(absl::StrCat("JLLM_NROT=", ha.n_rot)), std::string::npos);
     // Attention's output does not overlap what it reads in the arena.
@@ -268,7 +272,35 @@ TEST(Lowering, DecodeAttentionRunsTheHeadOpsOfItsLayer) {
   }
   EXPECT_EQ(fused, 36);
   fuse.reset();
+  ::jllm::testing::ScopedEnv off(std::vector<std::pair<std::string, std::string>>{{"JLLM_ATTN_FUSE_HEAD", "0"}});
   ExpectHeadOpsLaunchedAlone(*g, *lg, LaunchKind::kAttentionDecode, slot::kAttnXq);
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, LoweringFusedHead, ::testing::Values("1", "3"));
+
+// attention_mma.cu takes the head ops only on its register tiles in fixed chunks and where q's
+// RoPE pairs lie in one lane: with a ring or grabs asked for, or on attention_rows.cu, the head
+// op keeps its decode launch.
+TEST(Lowering, AttentionKeepsHeadOpsApartWhereItCannotRunThem) {
+  auto g = testing::PresetGraph("4b");
+  ASSERT_TRUE(g.ok()) << g.status();
+  for (const auto& [name, value] : std::vector<std::pair<std::string, std::string>>{
+           {"JLLM_ATTN_RING", "2"}, {"JLLM_ATTN_DYNAMIC", "1"}, {"JLLM_ATTN_KERNEL", "2"}}) {
+    ::jllm::testing::ScopedEnv env(
+        std::vector<std::pair<std::string, std::string>>{{"JLLM_ATTN_FUSE_HEAD", "1"}, {name, value}});
+    auto lg = LowerGraph(*g);
+    ASSERT_TRUE(lg.ok()) << lg.status();
+    int head_ops = 0;
+    for (const NodeLowering& nl : lg->nodes) {
+      for (const Launch& l : nl.decode) {
+        head_ops += l.kind == LaunchKind::kHeadOps;
+        if (l.kind == LaunchKind::kAttentionDecode) {
+          EXPECT_EQ(lg->specs[l.spec].defines.find("JLLM_FUSED_HEAD=1"), std::string::npos) << name;
+        }
+      }
+    }
+    EXPECT_EQ(head_ops, 36) << name;
+  }
 }
 
 // JLLM_GEMV_HEAD=1: in every 4b layer the QKV GEMV takes the next node's q/k norm + RoPE + KV

@@ -58,10 +58,25 @@
 // docs/PERF.md) leaves HBM idle — instead of at the start, where they compete with the cache.
 // Measured slower at stop 30 (the projection's stream did not move; off).
 //
+// JLLM_FUSED_HEAD 1 (RING 0, DYNAMIC 0): the kernel runs the layer's head ops itself — Qwen3's
+// q/k RMSNorm, RoPE and KV append, head_ops.cu's work — so the layer has one kernel and one
+// dependency fewer. Every lane group g norms and rotates query head g from the QKV GEMV's raw q
+// in the MMA layout it stages q in (a head's dimensions lie in the 4 lanes of g, the pair d,
+// d + NROT / 2 in one lane, so the norm is two shuffles and RoPE stays in registers), and the
+// warp whose tile holds the newest position (fixed chunks: known from the position) norms,
+// rotates and appends that position's k and v — to the cache, for later steps, and to a row of
+// shared memory that its own loads of that position read, so no load waits on a store to
+// global memory. The angles are head_ops' (θ stepped by the rope step in f32, the same
+// products in the same order). Stop 20 fused the head ops into attention_decode.cu and lost
+// (the transforms waited in front of the first tile); here the first tile is in flight before
+// the grid wait (EARLY), and the transforms overlap it.
+//
 // Constants (-D): JLLM_D (64 or 128), JLLM_H, JLLM_HK, JLLM_NSPLIT, JLLM_MINCHUNK, JLLM_NW,
-// JLLM_EARLY, JLLM_RING, JLLM_AHEAD, JLLM_DYNAMIC, JLLM_PREFETCH_LATE, JLLM_MERGE_FIRST,
-// JLLM_MERGE_ONE_FENCE (attention_merge.cuh).
+// JLLM_EARLY, JLLM_RING, JLLM_AHEAD, JLLM_DYNAMIC, JLLM_PREFETCH_LATE, JLLM_FUSED_HEAD, JLLM_NROT
+// (rotated dimensions, with FUSED_HEAD), JLLM_MERGE_FIRST, JLLM_MERGE_ONE_FENCE
+// (attention_merge.cuh).
 #include "attention_merge.cuh"
+#include "head_transform.cuh"
 #include "kernel_args.h"
 #include "kv_cache.cuh"
 #include "launch_geometry.h"
@@ -83,6 +98,8 @@ constexpr int kRing = JLLM_RING;
 constexpr int kAhead = JLLM_AHEAD;
 constexpr int kDynamic = JLLM_DYNAMIC;  // tiles a grab; 0: fixed chunks
 constexpr bool kPrefetchLate = JLLM_PREFETCH_LATE;
+constexpr bool kFusedHead = JLLM_FUSED_HEAD;
+constexpr int kRot = JLLM_NROT;
 constexpr int kThreads = 32 * kNw;
 constexpr int kTile = 16;            // positions per warp step: one MMA k step of P · V
 constexpr int kKSteps = kD / 16;     // of S = Q · K^T
@@ -103,6 +120,10 @@ static_assert(kRing == 0 || (kRing >= 2 && kRing <= 8), "RING 0 (registers) or 2
 static_assert(kAhead >= 0 && (kAhead == 0 || kRing == 0), "AHEAD with the register tiles only");
 static_assert(kDynamic >= 0 && (kDynamic == 0 || (kRing == 0 && kAhead == 0)), "DYNAMIC: register tiles, no AHEAD");
 static_assert(kPieces * 32 * 16 == geo::AttentionMmaTileBytes(kD), "launch_geometry.h sizes a ring slot as this");
+static_assert(!kFusedHead || (kRing == 0 && kDynamic == 0),
+              "FUSED_HEAD: register tiles in fixed chunks (the newest position's warp known from the position)");
+static_assert(!kFusedHead || (kRot > 0 && kRot % 64 == 0 && kRot <= kD),
+              "FUSED_HEAD: n_rot a multiple of 64 (q's RoPE pairs in one lane of the MMA layout)");
 
 __device__ __forceinline__ jllm_u32 PackHalves(jllm_u16 lo, jllm_u16 hi) { return jllm_u32{lo} | (jllm_u32{hi} << 16); }
 
@@ -113,14 +134,60 @@ __device__ __forceinline__ void SplitPair(float a, float b, jllm_u32& hi, jllm_u
   lo = PackHalves(jllm_float_to_half(a - jllm_half_to_float(ha)), jllm_float_to_half(b - jllm_half_to_float(hb)));
 }
 
+// FUSED_HEAD: query head g's RMSNorm and NEOX RoPE at position pos, on the lane's dimensions
+// 8(4i + t) + 4h + e of each 32 (qv[2i + h].e, as staged): the head's sum of squares over the 4
+// lanes of g, and the pair d, d + NROT / 2 — k step 2i + h and 2(i + NROT / 64) + h — in one lane.
+// head_transform.cuh's arithmetic: the same products in the same order, θ stepped in f32.
+__device__ __forceinline__ void NormRotateQ(float4 (&qv)[kKSteps], const float4 (&gamma)[kKSteps],
+                                            const jllm::cuda::FusedHeadArgs& h, int pos, int t) {
+  auto at = [](float4& v, int e) -> float& { return e == 0 ? v.x : e == 1 ? v.y : e == 2 ? v.z : v.w; };
+  auto at_c = [](const float4& v, int e) { return e == 0 ? v.x : e == 1 ? v.y : e == 2 ? v.z : v.w; };
+  double s = 0;
+#pragma unroll
+  for (int k = 0; k < kKSteps; ++k) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) s += static_cast<double>(at(qv[k], e) * at(qv[k], e));
+  }
+  s += __shfl_xor_sync(0xffffffffu, s, 1);
+  s += __shfl_xor_sync(0xffffffffu, s, 2);
+  const float scale = jllm_rms_scale(s, kD, h.eps);
+#pragma unroll
+  for (int k = 0; k < kKSteps; ++k) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) at(qv[k], e) = at(qv[k], e) * scale * at_c(gamma[k], e);
+  }
+  // θ of pair d is pos · step^d, stepped one multiply a pair as head_transform.cuh does; this
+  // lane's pairs are 32i + 8t .. + 7.
+  float theta = static_cast<float>(pos);
+  for (int j = 0; j < 8 * t; ++j) theta *= h.rope_step;
+#pragma unroll
+  for (int i = 0; i < kRot / 64; ++i) {
+#pragma unroll
+    for (int c = 0; c < 8; ++c) {
+      const int k = 2 * i + (c >> 2), e = c & 3, kp = k + 2 * (kRot / 64);
+      const float angle = h.rope_scale * theta;
+      theta *= h.rope_step;
+      const float cs = cosf(angle), sn = sinf(angle);
+      const float a = at(qv[k], e), b = at(qv[kp], e);
+      at(qv[k], e) = a * cs - b * sn;
+      at(qv[kp], e) = a * sn + b * cs;
+    }
+    if (i + 1 < kRot / 64) {
+#pragma unroll
+      for (int j = 0; j < 24; ++j) theta *= h.rope_step;
+    }
+  }
+}
+
 }  // namespace
 
 JLLM_KERNEL(attention_mma, jllm::cuda::AttentionArgs, kThreads, 1) {
   __shared__ float accs[kNw][kG][kD];
   __shared__ float maxs[kNw][kG], sums[kNw][kG];
   __shared__ Merge::Smem merge;
-  static_assert(sizeof(accs) + sizeof(maxs) + sizeof(sums) + sizeof(merge) ==
-                    geo::AttentionMmaStaticSmemBytes(kG, kD, kNw, kSplits),
+  __shared__ uint4 new_row[2][kFusedHead ? kD / 8 : 1];  // FUSED_HEAD: the newest position's f16 k and v
+  static_assert(sizeof(accs) + sizeof(maxs) + sizeof(sums) + sizeof(merge) + sizeof(new_row) ==
+                    geo::AttentionMmaStaticSmemBytes(kG, kD, kNw, kSplits, kFusedHead),
                 "launch_geometry.h counts the static shared memory the lowering adds the ring to");
   JLLM_DYNAMIC_SMEM(uint4, ring_area);  // RING > 0: kNw rings of kRing slots of kPieces x 32 pieces
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -151,12 +218,17 @@ JLLM_KERNEL(attention_mma, jllm::cuda::AttentionArgs, kThreads, 1) {
       if (n < 2 * kKLoads) return reinterpret_cast<const uint4*>(kc + row + 8 * (4 * (n % kKLoads) + t));
       return reinterpret_cast<const uint4*>(vc + row + 64 * ((n - 2 * kKLoads) % kVLoads) + 8 * g);
     };
+    const int p_new = sp.n_pos - 1;
+    // FUSED_HEAD: piece n of the newest position, from the row this CTA appended.
+    auto new_piece = [&](int n) {
+      if (n < 2 * kKLoads) return jllm_load_shared16(&new_row[0][4 * (n % kKLoads) + t]);
+      return jllm_load_shared16(&new_row[1][8 * ((n - 2 * kKLoads) % kVLoads) + g]);
+    };
     // Which positions a load takes: kAll every one in the chunk; kOld all but the newest
     // (before the grid dependency); kNew only the newest, over what kOld left (after it).
     // Positions past the chunk read as zeros (the cache beyond it may hold anything, and 0 · NaN
     // is NaN).
     enum Rows { kAll, kOld, kNew };
-    const int p_new = sp.n_pos - 1;
     auto take = [&](int p, Rows rows) {
       if (p >= p_end) return false;
       return rows == kAll || (rows == kOld ? p != p_new : p == p_new);
@@ -189,6 +261,10 @@ JLLM_KERNEL(attention_mma, jllm::cuda::AttentionArgs, kThreads, 1) {
       for (int n = 0; n < kPieces; ++n) {
         const int p = piece_pos(base, n);
         if (rows == kNew && !take(p, kNew)) continue;
+        if (kFusedHead && p == p_new && take(p, rows)) {
+          tile[n] = new_piece(n);
+          continue;
+        }
         tile[n] = take(p, rows) ? *piece_src(p, n) : make_uint4(0, 0, 0, 0);
       }
     };
@@ -241,22 +317,43 @@ JLLM_KERNEL(attention_mma, jllm::cuda::AttentionArgs, kThreads, 1) {
       jllm_cp_async_commit();
     } else if constexpr (kEarly) {
       if (first < p_end) load_tile(first, kOld);
-      JLLM_GRID_WAIT();  // q and the newest cache row come from head_ops
-      JLLM_LAUNCH_DEPENDENTS();
-      if (first < p_end) load_tile(first, kNew);
+      JLLM_GRID_WAIT();  // q and the newest cache row come from head_ops (FUSED_HEAD: the raw ones
+      JLLM_LAUNCH_DEPENDENTS();  // from the QKV GEMV)
     }
-    // q of head g (zero past G) as A fragments hi + lo: k steps 2i, 2i + 1 take dimensions
-    // 8(4i + t) .. + 3 and + 4 .. + 7, as the K pieces hold them.
-    jllm_u32 q_hi[kQWords], q_lo[kQWords];
+    // q of head g (zero past G), lane t's dimensions 8(4i + t) .. + 7 of each 32, as float4s:
+    // k steps 2i, 2i + 1 take 8(4i + t) .. + 3 and + 4 .. + 7, as the K pieces hold them.
+    // FUSED_HEAD: the raw q and its gamma, loaded before the append so both round trips overlap.
+    float4 qv[kKSteps], qgamma[kKSteps];
     {
-      const float* q = args.q + (hk * kG + g) * kD;
+      const float* q = (kFusedHead ? args.head.xq : args.q) + (hk * kG + g) * kD;
 #pragma unroll
       for (int k = 0; k < kKSteps; ++k) {
         const int d = 8 * (4 * (k >> 1) + t) + 4 * (k & 1);
-        const float4 v = g < kG ? *reinterpret_cast<const float4*>(q + d) : make_float4(0.f, 0.f, 0.f, 0.f);
-        SplitPair(v.x, v.y, q_hi[2 * k], q_lo[2 * k]);
-        SplitPair(v.z, v.w, q_hi[2 * k + 1], q_lo[2 * k + 1]);
+        qv[k] = g < kG ? *reinterpret_cast<const float4*>(q + d) : make_float4(0.f, 0.f, 0.f, 0.f);
+        if constexpr (kFusedHead) qgamma[k] = *reinterpret_cast<const float4*>(args.head.q_gamma + d);
       }
+    }
+    if constexpr (kFusedHead) {
+      // The warp whose tile holds the newest position appends its k and v (head_ops' kv part).
+      if (p_begin <= p_new && p_new < p_end && warp == (p_new - p_begin) / kTile % kNw) {
+        const auto& h = args.head;
+        float kx[kD / 32], vx[kD / 32];
+#pragma unroll
+        for (int i = 0; i < kD / 32; ++i) vx[i] = h.xv[hk * kD + lane + 32 * i];
+        LoadHead<kD, kRot>(h.xk, hk * kD, h.k_gamma, true, true, h.eps, p_new, h.rope_step, h.rope_scale, nullptr, kx);
+        StoreKvHead<kKvF16, kD>(kx, vx, hk, p_new, h.k_cache, h.v_cache, nullptr, nullptr, args.max_ctx);
+        KvStoreRow<kKvF16, kD>(kx, static_cast<void*>(new_row[0]), nullptr);
+        KvStoreRow<kKvF16, kD>(vx, static_cast<void*>(new_row[1]), nullptr);
+        __syncwarp();  // the row is in shared memory for the warp's loads of that position
+      }
+      NormRotateQ(qv, qgamma, args.head, p_new, t);
+    }
+    if (kEarly && kRing == 0 && first < p_end) load_tile(first, kNew);
+    jllm_u32 q_hi[kQWords], q_lo[kQWords];  // as A fragments hi + lo
+#pragma unroll
+    for (int k = 0; k < kKSteps; ++k) {
+      SplitPair(qv[k].x, qv[k].y, q_hi[2 * k], q_lo[2 * k]);
+      SplitPair(qv[k].z, qv[k].w, q_hi[2 * k + 1], q_lo[2 * k + 1]);
     }
     JLLM_TRACE_MARK();  // q staged (the trace's "staging": the grid wait to here)
     float m = JLLM_NEG_INF, l = 0.f;  // head g's, identical in the 4 lanes of g

@@ -156,11 +156,12 @@ inline constexpr int kAttnRowsSmemMax = 40 * 1024;  // static shared memory, und
 // stay zero, and a lane's fragments cover D / 4 contiguous dimensions of a K row (D 64 or 128).
 constexpr bool AttentionMmaSupported(int g, int head_dim) { return g <= 8 && (head_dim == 64 || head_dim == 128); }
 // Its static shared memory — the warps' [NW][G][D] acc, [NW][G] max and sum, the merge's [G][NSPLIT]
-// weights and sums, [G] inverse sums and a ticket — and with JLLM_RING a dynamic ring of RING
-// tiles (16 positions of K and V) per warp, the whole within what one CTA may take on the GPU
-// (lowering_target.h).
-constexpr int AttentionMmaStaticSmemBytes(int g, int head_dim, int warps, int splits) {
-  return 4 * (warps * g * head_dim + 2 * warps * g + 2 * g * splits + g + 1);
+// weights and sums, [G] inverse sums and a ticket, the newest position's f16 k and v rows with
+// JLLM_FUSED_HEAD (else 16 bytes each: no zero-size arrays) — and with JLLM_RING a dynamic ring
+// of RING tiles (16 positions of K and V) per warp, the whole within what one CTA may take on
+// the GPU (lowering_target.h).
+constexpr int AttentionMmaStaticSmemBytes(int g, int head_dim, int warps, int splits, bool fused_head) {
+  return 4 * (warps * g * head_dim + 2 * warps * g + 2 * g * splits + g + 1) + 2 * (fused_head ? 2 * head_dim : 16);
 }
 constexpr int AttentionMmaTileBytes(int head_dim) { return 2 * 16 * head_dim * 2; }
 constexpr int AttentionMmaRingBytes(int head_dim, int warps, int ring) {

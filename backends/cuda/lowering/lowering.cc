@@ -618,14 +618,11 @@ class Lowerer {
 
   // The node after QKV group n if it is the q/k norm + RoPE + KV append of n's three outputs,
   // with every transform on (Qwen3) and a shape the GEMV's tail takes (whole heads, the rotation
-  // in registers), and the fusion is on (JLLM_GEMV_HEAD; not with attention_decode.cu's own fused
-  // head ops); else null. The GEMV still writes the raw q, k and v, so other readers of them see
+  // in registers), and the fusion is on (JLLM_GEMV_HEAD, which takes them before decode attention
+  // would: FusableHeadOps); else null. The GEMV still writes the raw q, k and v, so other readers of them see
   // what they would have.
   const ir::Node* FusableHeadIntoGemv(const ir::Node& n, const std::vector<ir::WeightId>& members) const {
     if (TuningOverride("JLLM_GEMV_HEAD", kGemvHead, /*min=*/0, /*max=*/1) == 0) return nullptr;
-    if (TuningOverride("JLLM_ATTN_FUSE_HEAD", kAttnFuseHead, /*min=*/0, /*max=*/1) == 1 && AttentionKernel() == 1) {
-      return nullptr;
-    }
     if (node_ + 1 >= static_cast<int>(g_.nodes.size()) || members.size() != 3 || n.outputs.size() != 3) return nullptr;
     const ir::Node& h = g_.nodes[node_ + 1];
     if (h.op != OpKind::kQkNormRopeKvAppend || h.inputs.size() != 4) return nullptr;
@@ -972,16 +969,28 @@ class Lowerer {
     return absl::OkStatus();
   }
 
+  // attention_mma.cu runs decode attention node n: the kernel chosen (JLLM_ATTN_KERNEL=3, the
+  // default), an f16 cache and a shape its MMAs take.
+  bool MmaAttention(const ir::Node& n) const {
+    const auto& a = n.attrs_as<ir::AttentionAttrs>();
+    return AttentionKernel() == 3 && g_.kv_dtypes[a.layer] == ir::KvDType::kF16 &&
+           geo::AttentionMmaSupported(static_cast<int>(a.n_head / a.n_head_kv), static_cast<int>(a.head_dim));
+  }
+
   // The node just before attention node n if it is the q/k norm + RoPE + KV append feeding n's
-  // q (read by n alone) and cache, with every transform on (Qwen3), and fusing is on
-  // (JLLM_ATTN_FUSE_HEAD); else null.
+  // q (read by n alone) and cache, with every transform on (Qwen3), fusing is on
+  // (JLLM_ATTN_FUSE_HEAD) and n's kernel takes it: attention_decode.cu (JLLM_ATTN_KERNEL=1) any
+  // rotation, attention_mma.cu one whose pairs lie in a lane (n_rot a multiple of 64); else null.
   const ir::Node* FusableHeadOps(const ir::Node& n) const {
     if (TuningOverride("JLLM_ATTN_FUSE_HEAD", kAttnFuseHead, /*min=*/0, /*max=*/1) == 0 || node_ == 0) return nullptr;
-    if (AttentionKernel() != 1) {
-      WarnIgnored("JLLM_ATTN_FUSE_HEAD", std::getenv("JLLM_ATTN_FUSE_HEAD"),
-                  "used with attention_rows.cu or attention_mma.cu (it needs JLLM_ATTN_KERNEL=1)", 0);
+    if (AttentionKernel() == 2) {
+      if (std::getenv("JLLM_ATTN_FUSE_HEAD") != nullptr) {
+        WarnIgnored("JLLM_ATTN_FUSE_HEAD", std::getenv("JLLM_ATTN_FUSE_HEAD"),
+                    "used with attention_rows.cu (it needs JLLM_ATTN_KERNEL=1 or 3)", 0);
+      }
       return nullptr;
     }
+    if (node_ - 1 == fused_head_node_) return nullptr;  // in the QKV GEMV's tail (JLLM_GEMV_HEAD)
     const ir::Node& h = g_.nodes[node_ - 1];
     if (h.op != OpKind::kQkNormRopeKvAppend || h.outputs[0] != n.inputs[0] || h.outputs.back() != n.inputs[1]) {
       return nullptr;
@@ -989,6 +998,21 @@ class Lowerer {
     const auto& a = h.attrs_as<ir::QkNormRopeKvAppendAttrs>();
     const int64_t d = n.attrs_as<ir::AttentionAttrs>().head_dim;
     if (a.head_dim != d || a.n_rot <= 0 || a.n_rot > d || a.n_rot % 2 != 0) return nullptr;
+    if (AttentionKernel() == 3) {
+      if (!MmaAttention(n) || a.n_rot % 64 != 0) return nullptr;
+      // attention_mma.cu takes them on its register tiles in fixed chunks: a ring or grabs asked
+      // for win over the fusion.
+      if (TuningOverride("JLLM_ATTN_RING", kAttnRing, /*min=*/0, /*max=*/8) >= 2 ||
+          TuningOverride("JLLM_ATTN_DYNAMIC", kAttnDynamic, /*min=*/0, /*max=*/64) > 0) {
+        if (std::getenv("JLLM_ATTN_FUSE_HEAD") != nullptr) {
+          WarnIgnored("JLLM_ATTN_FUSE_HEAD", std::getenv("JLLM_ATTN_FUSE_HEAD"),
+                      "used with JLLM_ATTN_RING or JLLM_ATTN_DYNAMIC (attention_mma.cu fuses on its register tiles "
+                      "in fixed chunks)",
+                      0);
+        }
+        return nullptr;
+      }
+    }
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       if (static_cast<int>(i) == node_) continue;
       for (ir::ValueId v : g_.nodes[i].inputs) {
@@ -1018,14 +1042,14 @@ class Lowerer {
     const int64_t kv_row = a.head_dim * KvElemBytes(kv) + (kv == ir::KvDType::kInt8 ? 2 : 0);
     const std::string shape = absl::StrCat(a.n_head, "/", a.n_head_kv, "x", a.head_dim, " ",
                                            Sv(ir::KvDTypeName(kv)));
-    const bool mma = head == nullptr && AttentionKernel() == 3 && kv == ir::KvDType::kF16 &&
-                     geo::AttentionMmaSupported(static_cast<int>(g), static_cast<int>(a.head_dim));
+    const bool mma = MmaAttention(n);  // with or without the head ops (FusableHeadOps)
     // The decode kernel, its split of the sequence and its warps.
     std::string kernel = "attention_decode";
     std::vector<std::string> defines = {D("JLLM_D", a.head_dim), D("JLLM_H", a.n_head), D("JLLM_HK", a.n_head_kv)};
     int64_t splits = 0, nw = 0;
     int ring = 0;  // attention_mma.cu's tiles per warp ring
-    if (head == nullptr && (mma || AttentionKernel() >= 2) && geo::AttentionRowsSupported(static_cast<int>(a.head_dim))) {
+    if ((mma || (head == nullptr && AttentionKernel() >= 2)) &&
+        geo::AttentionRowsSupported(static_cast<int>(a.head_dim))) {
       kernel = mma ? "attention_mma" : "attention_rows";
       splits = std::clamp<int64_t>(TuningOverride("JLLM_ATTN_SPLITS", SplitsToFill(1, a.n_head_kv, kAttnRowsSplits)),
                                    1, 256);
@@ -1045,8 +1069,11 @@ class Lowerer {
       if (mma) {
         defines.push_back(D("JLLM_EARLY", TuningOverride("JLLM_ATTN_EARLY", kAttnEarly, /*min=*/0, /*max=*/1)));
         defines.push_back(D("JLLM_PREFETCH_LATE", PrefetchMode() == 2));
+        defines.push_back(D("JLLM_FUSED_HEAD", head != nullptr));
+        defines.push_back(D("JLLM_NROT", head != nullptr ? head->attrs_as<ir::QkNormRopeKvAppendAttrs>().n_rot : 0));
         const int fixed = geo::AttentionMmaStaticSmemBytes(static_cast<int>(g), static_cast<int>(a.head_dim),
-                                                           static_cast<int>(nw), static_cast<int>(splits));
+                                                           static_cast<int>(nw), static_cast<int>(splits),
+                                                           head != nullptr);
         ring = static_cast<int>(TuningOverride("JLLM_ATTN_RING", kAttnRing, /*min=*/0, /*max=*/8));
         while (ring >= 2 && fixed + geo::AttentionMmaRingBytes(static_cast<int>(a.head_dim), static_cast<int>(nw),
                                                                ring) > target_.smem_per_block) {
