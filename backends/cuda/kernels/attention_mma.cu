@@ -156,25 +156,38 @@ __device__ __forceinline__ void NormRotateQ(float4 (&qv)[kKSteps], const float4 
 #pragma unroll
     for (int e = 0; e < 4; ++e) at(qv[k], e) = at(qv[k], e) * scale * at_c(gamma[k], e);
   }
-  // θ of pair d is pos · step^d, stepped one multiply a pair as head_transform.cuh does; this
-  // lane's pairs are 32i + 8t .. + 7.
+  // θ of pair d is pos · step^d, stepped one multiply a pair as head_transform.cuh does. Lane L
+  // takes the sines and cosines of pairs L + 32i (as head_ops' lanes do); this lane's pairs,
+  // 32i + 8t + c, come from lane 8t + c: two sin/cos a lane, not sixteen (8 lane groups and 8
+  // warps would each compute the same ones).
+  constexpr int kOwn = kRot / 64;
+  const int lane = threadIdx.x & 31;
+  float own_cos[kOwn], own_sin[kOwn];
   float theta = static_cast<float>(pos);
-  for (int j = 0; j < 8 * t; ++j) theta *= h.rope_step;
 #pragma unroll
-  for (int i = 0; i < kRot / 64; ++i) {
+  for (int j = 0; j < 31; ++j) {
+    if (j < lane) theta *= h.rope_step;
+  }
+#pragma unroll
+  for (int i = 0; i < kOwn; ++i) {
+    const float angle = h.rope_scale * theta;
+    own_cos[i] = cosf(angle);
+    own_sin[i] = sinf(angle);
+    if (i + 1 < kOwn) {
+#pragma unroll
+      for (int j = 0; j < 32; ++j) theta *= h.rope_step;
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < kOwn; ++i) {
 #pragma unroll
     for (int c = 0; c < 8; ++c) {
-      const int k = 2 * i + (c >> 2), e = c & 3, kp = k + 2 * (kRot / 64);
-      const float angle = h.rope_scale * theta;
-      theta *= h.rope_step;
-      const float cs = cosf(angle), sn = sinf(angle);
+      const int k = 2 * i + (c >> 2), e = c & 3, kp = k + 2 * kOwn;
+      const float cs = __shfl_sync(0xffffffffu, own_cos[i], 8 * t + c);
+      const float sn = __shfl_sync(0xffffffffu, own_sin[i], 8 * t + c);
       const float a = at(qv[k], e), b = at(qv[kp], e);
       at(qv[k], e) = a * cs - b * sn;
       at(qv[kp], e) = a * sn + b * cs;
-    }
-    if (i + 1 < kRot / 64) {
-#pragma unroll
-      for (int j = 0; j < 24; ++j) theta *= h.rope_step;
     }
   }
 }
