@@ -134,12 +134,37 @@ __device__ __forceinline__ void SplitPair(float a, float b, jllm_u32& hi, jllm_u
   lo = PackHalves(jllm_float_to_half(a - jllm_half_to_float(ha)), jllm_float_to_half(b - jllm_half_to_float(hb)));
 }
 
-// FUSED_HEAD: query head g's RMSNorm and NEOX RoPE at position pos, on the lane's dimensions
-// 8(4i + t) + 4h + e of each 32 (qv[2i + h].e, as staged): the head's sum of squares over the 4
-// lanes of g, and the pair d, d + NROT / 2 — k step 2i + h and 2(i + NROT / 64) + h — in one lane.
-// head_transform.cuh's arithmetic: the same products in the same order, θ stepped in f32.
-__device__ __forceinline__ void NormRotateQ(float4 (&qv)[kKSteps], const float4 (&gamma)[kKSteps],
-                                            const jllm::cuda::FusedHeadArgs& h, int pos, int t) {
+// FUSED_HEAD: the sines and cosines of this lane's RoPE pairs lane + 32i at position pos (as
+// head_ops' lanes take them), θ of pair d being pos · step^d stepped one multiply a pair as
+// head_transform.cuh does — the same products in the same order. They depend on the position
+// alone, which is known before the grid wait: computed there, off attention's chain.
+constexpr int kOwnPairs = kRot / 64 > 0 ? kRot / 64 : 1;  // a lane's (1 where unused: no zero-size arrays)
+__device__ __forceinline__ void LaneRopeAngles(const jllm::cuda::FusedHeadArgs& h, int pos, float (&cs)[kOwnPairs],
+                                               float (&sn)[kOwnPairs]) {
+  const int lane = threadIdx.x & 31;
+  float theta = static_cast<float>(pos);
+#pragma unroll
+  for (int j = 0; j < 31; ++j) {
+    if (j < lane) theta *= h.rope_step;
+  }
+#pragma unroll
+  for (int i = 0; i < kOwnPairs; ++i) {
+    const float angle = h.rope_scale * theta;
+    cs[i] = cosf(angle);
+    sn[i] = sinf(angle);
+    if (i + 1 < kOwnPairs) {
+#pragma unroll
+      for (int j = 0; j < 32; ++j) theta *= h.rope_step;
+    }
+  }
+}
+
+// FUSED_HEAD: query head g's RMSNorm and NEOX RoPE, on the lane's dimensions 8(4i + t) + 4h + e
+// of each 32 (qv[2i + h].e, as staged): the head's sum of squares over the 4 lanes of g, and the
+// pair d, d + NROT / 2 — k step 2i + h and 2(i + NROT / 64) + h — in one lane, its angle from
+// lane 8t + 4h + e (LaneRopeAngles). head_transform.cuh's arithmetic otherwise.
+__device__ __forceinline__ void NormRotateQ(float4 (&qv)[kKSteps], const float4 (&gamma)[kKSteps], float eps,
+                                            const float (&cs)[kOwnPairs], const float (&sn)[kOwnPairs], int t) {
   auto at = [](float4& v, int e) -> float& { return e == 0 ? v.x : e == 1 ? v.y : e == 2 ? v.z : v.w; };
   auto at_c = [](const float4& v, int e) { return e == 0 ? v.x : e == 1 ? v.y : e == 2 ? v.z : v.w; };
   double s = 0;
@@ -150,44 +175,22 @@ __device__ __forceinline__ void NormRotateQ(float4 (&qv)[kKSteps], const float4 
   }
   s += __shfl_xor_sync(0xffffffffu, s, 1);
   s += __shfl_xor_sync(0xffffffffu, s, 2);
-  const float scale = jllm_rms_scale(s, kD, h.eps);
+  const float scale = jllm_rms_scale(s, kD, eps);
 #pragma unroll
   for (int k = 0; k < kKSteps; ++k) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) at(qv[k], e) = at(qv[k], e) * scale * at_c(gamma[k], e);
   }
-  // θ of pair d is pos · step^d, stepped one multiply a pair as head_transform.cuh does. Lane L
-  // takes the sines and cosines of pairs L + 32i (as head_ops' lanes do); this lane's pairs,
-  // 32i + 8t + c, come from lane 8t + c: two sin/cos a lane, not sixteen (8 lane groups and 8
-  // warps would each compute the same ones).
-  constexpr int kOwn = kRot / 64;
-  const int lane = threadIdx.x & 31;
-  float own_cos[kOwn], own_sin[kOwn];
-  float theta = static_cast<float>(pos);
 #pragma unroll
-  for (int j = 0; j < 31; ++j) {
-    if (j < lane) theta *= h.rope_step;
-  }
-#pragma unroll
-  for (int i = 0; i < kOwn; ++i) {
-    const float angle = h.rope_scale * theta;
-    own_cos[i] = cosf(angle);
-    own_sin[i] = sinf(angle);
-    if (i + 1 < kOwn) {
-#pragma unroll
-      for (int j = 0; j < 32; ++j) theta *= h.rope_step;
-    }
-  }
-#pragma unroll
-  for (int i = 0; i < kOwn; ++i) {
+  for (int i = 0; i < kRot / 64; ++i) {
 #pragma unroll
     for (int c = 0; c < 8; ++c) {
-      const int k = 2 * i + (c >> 2), e = c & 3, kp = k + 2 * kOwn;
-      const float cs = __shfl_sync(0xffffffffu, own_cos[i], 8 * t + c);
-      const float sn = __shfl_sync(0xffffffffu, own_sin[i], 8 * t + c);
+      const int k = 2 * i + (c >> 2), e = c & 3, kp = k + 2 * (kRot / 64);
+      const float c_ = __shfl_sync(0xffffffffu, cs[i], 8 * t + c);
+      const float s_ = __shfl_sync(0xffffffffu, sn[i], 8 * t + c);
       const float a = at(qv[k], e), b = at(qv[kp], e);
-      at(qv[k], e) = a * cs - b * sn;
-      at(qv[kp], e) = a * sn + b * cs;
+      at(qv[k], e) = a * c_ - b * s_;
+      at(qv[kp], e) = a * s_ + b * c_;
     }
   }
 }
@@ -307,6 +310,7 @@ JLLM_KERNEL(attention_mma, jllm::cuda::AttentionArgs, kThreads, 1) {
 
 #pragma unroll
     for (int k = 1; k < kAhead; ++k) prefetch_tile(k);  // the loop asks for tile AHEAD on
+    float rope_cos[kOwnPairs], rope_sin[kOwnPairs];  // FUSED_HEAD: LaneRopeAngles
     if constexpr (kRing > 0) {
       // Groups: tiles 0 .. RING - 2 (before the grid dependency with EARLY: all but the newest
       // position), then one for the newest position's pieces of those tiles, then tile k +
@@ -330,6 +334,7 @@ JLLM_KERNEL(attention_mma, jllm::cuda::AttentionArgs, kThreads, 1) {
       jllm_cp_async_commit();
     } else if constexpr (kEarly) {
       if (first < p_end) load_tile(first, kOld);
+      if constexpr (kFusedHead) LaneRopeAngles(args.head, p_new, rope_cos, rope_sin);  // before the wait
       JLLM_GRID_WAIT();  // q and the newest cache row come from head_ops (FUSED_HEAD: the raw ones
       JLLM_LAUNCH_DEPENDENTS();  // from the QKV GEMV)
     }
@@ -347,19 +352,28 @@ JLLM_KERNEL(attention_mma, jllm::cuda::AttentionArgs, kThreads, 1) {
       }
     }
     if constexpr (kFusedHead) {
-      // The warp whose tile holds the newest position appends its k and v (head_ops' kv part).
+      if constexpr (!kEarly) LaneRopeAngles(args.head, p_new, rope_cos, rope_sin);
+      // The warp whose tile holds the newest position appends its k and v (head_ops' kv part):
+      // k normed (head_transform.cuh), then rotated with the lane's angles — its pairs lane +
+      // 32i are the lane's x[i], x[i + NROT / 64], as in HeadTransform.
       if (p_begin <= p_new && p_new < p_end && warp == (p_new - p_begin) / kTile % kNw) {
         const auto& h = args.head;
         float kx[kD / 32], vx[kD / 32];
 #pragma unroll
         for (int i = 0; i < kD / 32; ++i) vx[i] = h.xv[hk * kD + lane + 32 * i];
-        LoadHead<kD, kRot>(h.xk, hk * kD, h.k_gamma, true, true, h.eps, p_new, h.rope_step, h.rope_scale, nullptr, kx);
+        LoadHead<kD, kRot>(h.xk, hk * kD, h.k_gamma, true, false, h.eps, p_new, h.rope_step, h.rope_scale, nullptr, kx);
+#pragma unroll
+        for (int i = 0; i < kRot / 64; ++i) {
+          const float a = kx[i], b = kx[i + kRot / 64];
+          kx[i] = a * rope_cos[i] - b * rope_sin[i];
+          kx[i + kRot / 64] = a * rope_sin[i] + b * rope_cos[i];
+        }
         StoreKvHead<kKvF16, kD>(kx, vx, hk, p_new, h.k_cache, h.v_cache, nullptr, nullptr, args.max_ctx);
         KvStoreRow<kKvF16, kD>(kx, static_cast<void*>(new_row[0]), nullptr);
         KvStoreRow<kKvF16, kD>(vx, static_cast<void*>(new_row[1]), nullptr);
         __syncwarp();  // the row is in shared memory for the warp's loads of that position
       }
-      NormRotateQ(qv, qgamma, args.head, p_new, t);
+      NormRotateQ(qv, qgamma, args.head.eps, rope_cos, rope_sin, t);
     }
     if (kEarly && kRing == 0 && first < p_end) load_tile(first, kNew);
     jllm_u32 q_hi[kQWords], q_lo[kQWords];  // as A fragments hi + lo
