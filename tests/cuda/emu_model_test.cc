@@ -131,8 +131,8 @@ void CheckLockstepWithCpuRef(bool passes_on, const std::vector<int32_t>& prompt 
 TEST(EmuModelTest, LockstepWithCpuRef) {
   // As the reference model runs: its GEMVs are big enough for q4_K and q6_K pairs, the tiny one's
   // are not (lowering.cc, kGemvPairsMinMib). And attention_decode.cu with the head ops fused into
-  // it (JLLM_ATTN_FUSE_HEAD=1, off by default; the other lockstep run has no fused head op node,
-  // and the default decode attention, attention_mma.cu, runs in the session test below).
+  // it (JLLM_ATTN_KERNEL=1; the other lockstep run has no fused head op node, and the default
+  // decode attention, attention_mma.cu with the head ops, runs in the tests below).
   ::jllm::testing::ScopedEnv env(std::vector<std::pair<std::string, std::string>>{
       {"JLLM_GEMV_PAIRS_MIN_MIB", "0"}, {"JLLM_ATTN_FUSE_HEAD", "1"}, {"JLLM_ATTN_KERNEL", "1"}});
   CheckLockstepWithCpuRef(true);
@@ -191,7 +191,7 @@ std::pair<int, int> HeadOpsLaunchesAndFusedAttention() {
   return {head_ops, fused};
 }
 
-// attention_mma.cu with the layer's head ops (JLLM_ATTN_FUSE_HEAD=1): no head_ops launch in the
+// attention_mma.cu with the layer's head ops (JLLM_ATTN_FUSE_HEAD=1, the default): no head_ops launch in the
 // decode step, every lane group norms and rotates its query head, the warp holding the newest
 // position appends it. With 8 CTAs interleaved, so a CTA's loads of the newest position that
 // went to the cache rather than to the appended row would read whatever is there (the other

@@ -181,7 +181,7 @@ inline std::vector<OpVariant> CudaKernelVariants() {
       {"attention_mma_chunk1", {{"JLLM_ATTN_MINCHUNK", "1"}, {"JLLM_ATTN_SPLITS", "16"}}, VariantCases::kAttentionF16},
       {"attention_mma_nw1", {{"JLLM_ATTN_NW", "1"}, {"JLLM_ATTN_MINCHUNK", "256"}}, VariantCases::kAttentionF16},
       {"attention_mma_late", {{"JLLM_ATTN_EARLY", "0"}}, VariantCases::kAttentionF16},
-      {"attention_mma_head_ops", {{"JLLM_ATTN_FUSE_HEAD", "1"}}, VariantCases::kGemvHead},
+      {"attention_mma_head_ops_apart", {{"JLLM_ATTN_FUSE_HEAD", "0"}}, VariantCases::kGemvHead},
       {"attention_mma_head_ops_late_nw1",
        {{"JLLM_ATTN_FUSE_HEAD", "1"}, {"JLLM_ATTN_EARLY", "0"}, {"JLLM_ATTN_NW", "1"}, {"JLLM_ATTN_MINCHUNK", "1"},
         {"JLLM_ATTN_SPLITS", "2"}},

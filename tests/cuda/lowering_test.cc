@@ -42,10 +42,11 @@ std::string Define(const KernelSpec& s, const std::string& name) {
   return "";
 }
 
-// Lowered without a head-op fusion (the default), 4b's 36 layers each launch head_ops of their
+// Lowered without a head-op fusion (JLLM_ATTN_FUSE_HEAD=0, JLLM_GEMV_HEAD off), 4b's 36 layers each launch head_ops of their
 // own — 36 decode launches more than `fused` has — and no launch of kind `host` carries the
 // operand `head_slot` that the fusion binds.
 void ExpectHeadOpsLaunchedAlone(const ir::Graph& g, const LoweredGraph& fused, LaunchKind host, int head_slot) {
+  ::jllm::testing::ScopedEnv apart(std::vector<std::pair<std::string, std::string>>{{"JLLM_ATTN_FUSE_HEAD", "0"}});
   auto separate = LowerGraph(g);
   ASSERT_TRUE(separate.ok()) << separate.status();
   int head_ops = 0;
@@ -272,7 +273,6 @@ TEST_P(LoweringFusedHead, DecodeAttentionRunsTheHeadOpsOfItsLayer) {
   }
   EXPECT_EQ(fused, 36);
   fuse.reset();
-  ::jllm::testing::ScopedEnv off(std::vector<std::pair<std::string, std::string>>{{"JLLM_ATTN_FUSE_HEAD", "0"}});
   ExpectHeadOpsLaunchedAlone(*g, *lg, LaunchKind::kAttentionDecode, slot::kAttnXq);
 }
 

@@ -182,12 +182,12 @@ constexpr int kAttnRowsWarps = 8;
 constexpr int kAttnPrefillWarps = 8;
 constexpr int kAttnPrefillRows = 32;  // query rows (tokens x heads of a group) per CTA
 constexpr int kHeadOpsWarps = 1;  // one head per CTA: the heads spread over SMs
-// Decode attention runs the layer's q/k norm + RoPE + KV append itself (1: attention_decode.cu,
-// FUSED_HEAD, one kernel a layer fewer) or after a head_ops launch (0, the default: the fused
-// kernel measured slower on the H200 at stop 20 — 4b tg128 567 -> 527, 14b 251 -> 240, 4b @ d8192
-// 353 -> 306 — its q transform and append lie on attention's critical path, where head_ops'
-// in-graph cost was 1.4 us a layer; docs/PERF.md).
-constexpr int kAttnFuseHead = 0;
+// Decode attention runs the layer's q/k norm + RoPE + KV append itself (1, the default since stop
+// 32: attention_mma.cu, FUSED_HEAD, one kernel a layer fewer, its RoPE angles before the grid
+// wait; H100 tg128 0.6b +4.1 %, 4b +1.4 %, 4b @ d8192 +1.3 %; docs/PERF.md — attention_decode.cu
+// too, with JLLM_ATTN_KERNEL=1, where it measured slower at stop 20) or after a head_ops launch
+// (0; also where attention_mma.cu cannot: a ring, grabs, int8 caches, n_rot not a multiple of 64).
+constexpr int kAttnFuseHead = 1;
 constexpr int kEltThreads = 256;
 
 // Says on stderr, once per variable, that a tuning variable's value is not used and why.
