@@ -108,11 +108,15 @@ tiny() {
   "$bin/jllm-run" "$m/coder.plan" -p "def fibonacci(n):" -n 48 --validate
 }
 step tiny 300 tiny
+# The prompt is long enough (~25 tokens) that the newest position lies past warp 0's first tile
+# of decode attention: the warp that appends it (attention_mma.cu, FUSED_HEAD) is another than
+# warp 0, so an append by the wrong warp is a shared-memory race racecheck reports (stop 32).
 sanitize() {
   local m=$work/models rc=0 tool
   for tool in memcheck racecheck; do
     compute-sanitizer --tool "$tool" --error-exitcode 9 \
-      "$bin/jllm-run" "$m/tiny.plan" -p "Hello, world" -n 4 --temp 0 --backend cuda || rc=1
+      "$bin/jllm-run" "$m/tiny.plan" -p "Hello, world. Hello, world. Hello, world. Hello, world. Hello, world." \
+      -n 4 --temp 0 --backend cuda || rc=1
   done
   return $rc
 }
