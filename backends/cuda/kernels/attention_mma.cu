@@ -186,11 +186,11 @@ __device__ __forceinline__ void NormRotateQ(float4 (&qv)[kKSteps], const float4 
 #pragma unroll
     for (int c = 0; c < 8; ++c) {
       const int k = 2 * i + (c >> 2), e = c & 3, kp = k + 2 * (kRot / 64);
-      const float c_ = __shfl_sync(0xffffffffu, cs[i], 8 * t + c);
-      const float s_ = __shfl_sync(0xffffffffu, sn[i], 8 * t + c);
+      const float cos_p = __shfl_sync(0xffffffffu, cs[i], 8 * t + c);
+      const float sin_p = __shfl_sync(0xffffffffu, sn[i], 8 * t + c);
       const float a = at(qv[k], e), b = at(qv[kp], e);
-      at(qv[k], e) = a * c_ - b * s_;
-      at(qv[kp], e) = a * s_ + b * c_;
+      at(qv[k], e) = a * cos_p - b * sin_p;
+      at(qv[kp], e) = a * sin_p + b * cos_p;
     }
   }
 }
