@@ -195,12 +195,16 @@ std::pair<int, int> HeadOpsLaunchesAndFusedAttention() {
 // decode step, every lane group norms and rotates its query head, the warp holding the newest
 // position appends it. With 8 CTAs interleaved, so a CTA's loads of the newest position that
 // went to the cache rather than to the appended row would read whatever is there (the other
-// splits' CTAs run beside it). Later steps read the appended rows from the cache.
+// splits' CTAs run beside it), and with every CTA's warps in turn, so a warp reading the row
+// another warp appended without a barrier reads it before the append in some CTAs (the prompt
+// puts positions 16 and 17 in warp 1's tile). Later steps read the appended rows from the cache.
+// Every other kernel of the step runs with its warps in turn too.
 TEST(EmuModelTest, LockstepWithCpuRefHeadOpsInAttention) {
   ::jllm::testing::ScopedEnv env(std::vector<std::pair<std::string, std::string>>{{"JLLM_ATTN_FUSE_HEAD", "1"}});
   EXPECT_EQ(HeadOpsLaunchesAndFusedAttention(), std::make_pair(0, 4));  // one attention a layer
   EmuOptions emu;
   emu.resident_ctas = 8;
+  emu.warps_in_turn = true;
   CheckLockstepWithCpuRef(true, kHelloWorld, std::move(emu));
 }
 

@@ -408,10 +408,13 @@ inline void emu_fiber_main() {
 // starts as garbage, as a GPU's does. A round in which no thread of any resident CTA arrives at a
 // barrier, exits or wakes from a wait is a deadlock: a kernel that waits on a CTA that is not
 // resident (more than `resident` CTAs that depend on each other) ends there, as it would hang
-// on a GPU with too few SMs.
+// on a GPU with too few SMs. With `warps_in_turn`, a CTA's turn runs its warps one at a time in a
+// shuffled order, each until no thread of it moves on (all wait at a CTA barrier or on memory, or
+// are done), instead of resuming every thread once: a warp that reads another warp's write
+// without a barrier between them then reads before it whenever its turn comes first.
 extern "C" int emu_launch(void (*entry)(const void*, unsigned long long*), unsigned gx, unsigned gy, unsigned gz,
                           unsigned threads, size_t smem, const void* args, unsigned long long* trace,
-                          unsigned resident) {
+                          unsigned resident, unsigned warps_in_turn) {
   if (threads == 0 || threads > 1024 || threads % 32 != 0) return 1;
   resident = std::max(1u, resident);
   constexpr size_t kStack = 256 * 1024;
@@ -438,6 +441,7 @@ extern "C" int emu_launch(void (*entry)(const void*, unsigned long long*), unsig
   std::vector<unsigned> free_slots;
   for (unsigned i = resident; i > 0; --i) free_slots.push_back(i - 1);
   std::vector<unsigned> resume(threads);  // the threads' order in a scheduler round
+  std::vector<unsigned> warp_order(threads / 32);
   std::vector<size_t> turn;               // the resident CTAs' order in a round
   size_t next = 0;
   while (next < order.size() || !running.empty()) {
@@ -470,14 +474,29 @@ extern "C" int emu_launch(void (*entry)(const void*, unsigned long long*), unsig
       if (swap_statics) std::memcpy(__start_emu_shared, cta.statics.data(), statics_bytes);
       for (unsigned t = 0; t < threads; ++t) resume[t] = t;
       emu_shuffle(resume, state);
-      cta.live = 0;
-      for (const unsigned t : resume) {
-        if (cta.fibers[t].done) continue;
+      auto step = [&](unsigned t) {  // thread t to its next barrier, exchange, wait or exit
         cta.current = t;
         threadIdx = {t, 0, 0};
         emu_swap(cta.scheduler, cta.fibers[t].context);
-        if (!cta.fibers[t].done) ++cta.live;
+      };
+      if (warps_in_turn) {
+        for (unsigned w = 0; w < threads / 32; ++w) warp_order[w] = w;
+        emu_shuffle(warp_order, state);
+        for (const unsigned w : warp_order) {
+          for (uint64_t moved = emu_progress + 1; moved != emu_progress;) {
+            moved = emu_progress;
+            for (unsigned lane = 0; lane < 32; ++lane) {
+              if (!cta.fibers[32 * w + lane].done) step(32 * w + lane);
+            }
+          }
+        }
+      } else {
+        for (const unsigned t : resume) {
+          if (!cta.fibers[t].done) step(t);
+        }
       }
+      cta.live = 0;
+      for (unsigned t = 0; t < threads; ++t) cta.live += !cta.fibers[t].done;
       if (swap_statics) std::memcpy(cta.statics.data(), __start_emu_shared, statics_bytes);
       emu_cta = nullptr;
     }

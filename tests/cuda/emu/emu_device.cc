@@ -212,7 +212,7 @@ absl::Status EmuDevice::Run(const Recorded& r) {
   }
   ++launches_;
   if (k.launch(k.entry, r.grid.x, r.grid.y, r.grid.z, r.block.x, r.smem, r.args.data(), r.trace,
-               static_cast<unsigned>(std::max(1, options_.resident_ctas))) != 0) {
+               static_cast<unsigned>(std::max(1, options_.resident_ctas)), options_.warps_in_turn ? 1u : 0u) != 0) {
     return absl::InvalidArgumentError(absl::StrCat("emu: ", k.label, ": bad block of ", r.block.x, " threads"));
   }
   return absl::OkStatus();

@@ -28,6 +28,12 @@ struct EmuOptions {
   // after another; more let a kernel whose CTAs wait on each other run, and interleave the
   // cross-CTA protocols (tickets, last-CTA merges) of every kernel.
   int resident_ctas = 1;
+  // A CTA's warps run one at a time, each until all its threads wait at a CTA barrier or on
+  // memory or are done, in a shuffled order (emu_cuda_shim.h, emu_launch), instead of every
+  // thread a step a round: a warp reading what another warp writes without a barrier between
+  // them reads it before the write whenever the reader's turn comes first — a race the
+  // round-robin schedule can order benignly.
+  bool warps_in_turn = false;
   // Kernel sources by name that LoadKernel takes besides the embedded ones (test kernels).
   std::map<std::string, std::string> extra_sources;
 };
@@ -79,7 +85,7 @@ class EmuDevice : public DeviceApi {
     void* library = nullptr;
     void (*entry)(const void*, uint64_t*) = nullptr;
     int (*launch)(void (*)(const void*, uint64_t*), unsigned, unsigned, unsigned, unsigned, size_t, const void*,
-                  uint64_t*, unsigned) = nullptr;
+                  uint64_t*, unsigned, unsigned) = nullptr;
     std::string label, key;
     int64_t max_smem = 0;
   };
