@@ -14,6 +14,21 @@
 namespace jllm::cuda::testing {
 namespace {
 
+// The emulation's options with the test kernel `kernel` (64 threads a CTA) given as `source`, and
+// its spec.
+emu::EmuOptions TestKernelOptions(const std::string& kernel, const char* source) {
+  emu::EmuOptions o;
+  o.extra_sources[kernel + "_test.cu"] = source;
+  return o;
+}
+KernelSpec TestKernelSpec(const std::string& kernel) {
+  KernelSpec spec;
+  spec.label = spec.kernel = kernel;
+  spec.source = kernel + "_test.cu";
+  spec.threads = 64;
+  return spec;
+}
+
 // A chain: CTA b waits until CTA b + 1 has finished (the last waits on none), then takes a
 // ticket and finishes. Before its wait each CTA leaves its index in static shared memory and
 // after it checks that the index is still there.
@@ -51,15 +66,10 @@ struct ChainArgs {
 
 // Runs the chain over `ctas` CTAs with `resident` of them at a time; the tickets.
 std::vector<unsigned> RunChain(unsigned ctas, int resident, unsigned* clobbered_out) {
-  emu::EmuOptions o;
+  emu::EmuOptions o = TestKernelOptions("chain", kChainSource);
   o.resident_ctas = resident;
-  o.extra_sources["chain_test.cu"] = kChainSource;
   emu::EmuDevice dev(o);
-  KernelSpec spec;
-  spec.label = spec.kernel = "chain";
-  spec.source = "chain_test.cu";
-  spec.threads = 64;
-  auto k = dev.LoadKernel(spec, "");
+  auto k = dev.LoadKernel(TestKernelSpec("chain"), "");
   EXPECT_TRUE(k.ok()) << k.status();
   auto mem = dev.Allocate(4 * (2 * ctas + 2), "chain");
   EXPECT_TRUE(mem.ok());
@@ -105,16 +115,11 @@ JLLM_KERNEL(race, RaceArgs, 64, 1) {
 
 // What warp 1 of each of `ctas` CTAs read.
 std::vector<unsigned> RunRace(unsigned ctas, bool warps_in_turn) {
-  emu::EmuOptions o;
+  emu::EmuOptions o = TestKernelOptions("race", kRaceSource);
   o.resident_ctas = 2;  // so each CTA's static shared memory starts as garbage (one at a time it carries over)
   o.warps_in_turn = warps_in_turn;
-  o.extra_sources["race_test.cu"] = kRaceSource;
   emu::EmuDevice dev(o);
-  KernelSpec spec;
-  spec.label = spec.kernel = "race";
-  spec.source = "race_test.cu";
-  spec.threads = 64;
-  auto k = dev.LoadKernel(spec, "");
+  auto k = dev.LoadKernel(TestKernelSpec("race"), "");
   EXPECT_TRUE(k.ok()) << k.status();
   auto mem = dev.Allocate(4 * ctas, "race");
   EXPECT_TRUE(mem.ok());
