@@ -17,9 +17,10 @@
 //                                                          2), its gate+up pair (JLLM_GEMM_PAIR)
 //   logits                  gemv                           gemv on the last row; gemm for all
 //   head_rms_norm, rope,    head_ops (or none: inside      head_ops
-//   kv_append,              attention_decode,
-//   qk_norm_rope_kv_append  JLLM_ATTN_FUSE_HEAD, or the
-//                           QKV gemv's tail, JLLM_GEMV_HEAD)
+//   kv_append,              attention_mma or _decode,
+//   qk_norm_rope_kv_append  JLLM_ATTN_FUSE_HEAD, the
+//                           default; or the QKV gemv's
+//                           tail, JLLM_GEMV_HEAD)
 //   attention               attention_rows (JLLM_ATTN_     attention_prefill
 //                           KERNEL 2), attention_mma (3),
 //                           attention_decode (1)
@@ -171,8 +172,8 @@ bool GemvBySize();
 bool Tracing();
 
 // Which decode attention kernel the lowering picks (JLLM_ATTN_KERNEL): 3 attention_mma.cu (the
-// default, where it applies, else 2), 2 attention_rows.cu, 1 attention_decode.cu (the one that can
-// take the head ops, JLLM_ATTN_FUSE_HEAD).
+// default, where it applies, else 2), 2 attention_rows.cu, 1 attention_decode.cu (3 and 1 can take
+// the head ops, JLLM_ATTN_FUSE_HEAD).
 int AttentionKernel();
 
 }  // namespace jllm::cuda
