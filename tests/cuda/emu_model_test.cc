@@ -174,7 +174,7 @@ TEST(EmuModelTest, LockstepWithCpuRefHeadOpsInTheQkvGemv) {
   CheckLockstepWithCpuRef(true);
 }
 
-// The number of decode launches of `kind` and of decode attention_mma.cu specs with the head ops
+// The number of head_ops decode launches and of decode attention_mma.cu launches with the head ops
 // fused (JLLM_FUSED_HEAD=1) when the tiny model is lowered under the current switches.
 std::pair<int, int> HeadOpsLaunchesAndFusedAttention() {
   auto lg = LowerGraph(Lowered(true));
@@ -191,9 +191,9 @@ std::pair<int, int> HeadOpsLaunchesAndFusedAttention() {
   return {head_ops, fused};
 }
 
-// attention_mma.cu with the layer's head ops (JLLM_ATTN_FUSE_HEAD=1, the default): no head_ops launch in the
-// decode step, every lane group norms and rotates its query head, the warp holding the newest
-// position appends it. With 8 CTAs interleaved, so a CTA's loads of the newest position that
+// attention_mma.cu with the layer's head ops (JLLM_ATTN_FUSE_HEAD=1, the default): no head_ops
+// launch in the decode step, every lane group norms and rotates its query head, the warp holding
+// the newest position appends it. With 8 CTAs interleaved, so a CTA's loads of the newest position that
 // went to the cache rather than to the appended row would read whatever is there (the other
 // splits' CTAs run beside it), and with every CTA's warps in turn, so a warp reading the row
 // another warp appended without a barrier reads it before the append in some CTAs (the prompt

@@ -472,8 +472,6 @@ extern "C" int emu_launch(void (*entry)(const void*, unsigned long long*), unsig
       emu_cta = &cta;
       blockIdx = cta.index;
       if (swap_statics) std::memcpy(__start_emu_shared, cta.statics.data(), statics_bytes);
-      for (unsigned t = 0; t < threads; ++t) resume[t] = t;
-      emu_shuffle(resume, state);
       auto step = [&](unsigned t) {  // thread t to its next barrier, exchange, wait or exit
         cta.current = t;
         threadIdx = {t, 0, 0};
@@ -491,6 +489,8 @@ extern "C" int emu_launch(void (*entry)(const void*, unsigned long long*), unsig
           }
         }
       } else {
+        for (unsigned t = 0; t < threads; ++t) resume[t] = t;
+        emu_shuffle(resume, state);
         for (const unsigned t : resume) {
           if (!cta.fibers[t].done) step(t);
         }
