@@ -88,6 +88,11 @@ struct OpVariant {
 // CTA ranges of equal bytes for groups of several types (JLLM_GEMV_WEIGHTED): alone, with every
 // matrix split in three along K as pairs (ranges that start inside a later split), and with the
 // head ops in the QKV tail.
+// Quantized x staged by 1, 2 or 4 lanes a run of 16 (JLLM_GEMV_X_LANES; the default picks by K
+// and the CTA's threads): one lane a run; two, as pairs on two warps (several passes, pair mates
+// two lane groups apart); four with int8 x (one plane), with every matrix split in two along K
+// (a CTA stages some splits' columns), on one warp (K's runs in many passes), and with f32 x
+// (the K-quants' run sums reduced across the four lanes).
 // Every kernel built for the in-step trace (JLLM_TRACE: the body inside the trace's entry and
 // exit stamps, a second argument) computing what it computes without.
 inline std::vector<OpVariant> CudaKernelVariants() {
@@ -144,6 +149,16 @@ inline std::vector<OpVariant> CudaKernelVariants() {
        VariantCases::kGemvPairs},
       {"tma_head_early_slots0", {{"JLLM_GEMV_TMA", "1"}, {"JLLM_GEMV_HEAD", "1"}, {"JLLM_GEMV_EARLY_SLOTS", "0"}},
        VariantCases::kGemvHead},
+      {"x_lanes1", {{"JLLM_GEMV_X_LANES", "1"}}, VariantCases::kGemvGroups},
+      {"x_lanes2_pairs_nw2",
+       {{"JLLM_GEMV_X_LANES", "2"}, {"JLLM_GEMV_PAIRS", "3"}, {"JLLM_GEMV_PAIRS_MIN_MIB", "0"}, {"JLLM_GEMV_NW", "2"}},
+       VariantCases::kGemvPairs},
+      {"x_lanes4_x8", {{"JLLM_GEMV_X_LANES", "4"}, {"JLLM_GEMV_X", "i8"}}, VariantCases::kGemvGroups},
+      {"x_lanes4_split2_pairs",
+       {{"JLLM_GEMV_X_LANES", "4"}, {"JLLM_GEMV_KSPLIT", "2"}, {"JLLM_GEMV_PAIRS", "3"}, {"JLLM_GEMV_PAIRS_MIN_MIB", "0"}},
+       VariantCases::kGemvGroups},
+      {"x_lanes4_nw1", {{"JLLM_GEMV_X_LANES", "4"}, {"JLLM_GEMV_NW", "1"}}, VariantCases::kGemvNorm},
+      {"x_lanes4_xf32", {{"JLLM_GEMV_X_LANES", "4"}, {"JLLM_GEMV_X", "f32"}}, VariantCases::kGemv},
       {"weighted", {{"JLLM_GEMV_WEIGHTED", "1"}}, VariantCases::kGemvGroups},
       {"weighted_split3_pairs",
        {{"JLLM_GEMV_WEIGHTED", "1"}, {"JLLM_GEMV_KSPLIT", "3"}, {"JLLM_GEMV_PAIRS", "3"}, {"JLLM_GEMV_PAIRS_MIN_MIB", "0"}},

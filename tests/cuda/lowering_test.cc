@@ -626,6 +626,37 @@ TEST(Lowering, GemvEarlyRingChunksBySwitch) {
   EXPECT_EQ(early({{"JLLM_GEMV_EARLY_SLOTS", "1"}, {"JLLM_GEMV_RING", "0"}}), std::set<std::string>{"0/-"});
 }
 
+// JLLM_GEMV_X_LANES: by default as many lanes a run of 16 quantized columns (up to 4) as keep
+// all of K's runs within one pass of the CTA's threads — K / 16 · lanes <= 32 · NW —, else the
+// number asked for.
+TEST(Lowering, GemvXLanesByColumnsAndThreads) {
+  auto g = testing::PresetGraph("0.6b");
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto lanes = [&](std::vector<std::pair<std::string, std::string>> vars) {
+    ::jllm::testing::ScopedEnv env(vars);
+    auto lg = LowerGraph(*g);
+    EXPECT_TRUE(lg.ok()) << lg.status();
+    std::set<std::string> seen;  // "K/NW/XLANES" of every decode GEMV
+    if (!lg.ok()) return seen;
+    for (const Launch* l : DecodeLaunches(*lg)) {
+      if (l->kind != LaunchKind::kGemv) continue;
+      std::map<std::string, std::string> defines;
+      for (const auto& [name, value] : lg->specs[l->spec].DefineList()) defines[name] = value;
+      seen.insert(defines["JLLM_K"] + "/" + defines["JLLM_NW"] + "/" + defines["JLLM_XLANES"]);
+    }
+    return seen;
+  };
+  // 0.6b: QKV and gate+up K 1,024 on 8 warps (64 runs: 4 lanes each fill the 256 threads), the
+  // logits K 1,024 on 16, attn-out K 2,048 (128 runs: 2), down K 3,072 on 16 (192 runs: 2).
+  EXPECT_EQ(lanes({}), (std::set<std::string>{"1024/8/4", "1024/16/4", "2048/8/2", "3072/16/2"}));
+  EXPECT_EQ(lanes({{"JLLM_GEMV_NW", "4"}}), (std::set<std::string>{"1024/4/2", "2048/4/1", "3072/4/1"}));
+  EXPECT_EQ(lanes({{"JLLM_GEMV_X_LANES", "1"}}),
+            (std::set<std::string>{"1024/8/1", "1024/16/1", "2048/8/1", "3072/16/1"}));
+  EXPECT_EQ(lanes({{"JLLM_GEMV_X_LANES", "4"}}),
+            (std::set<std::string>{"1024/8/4", "1024/16/4", "2048/8/4", "3072/16/4"}));
+  EXPECT_EQ(lanes({{"JLLM_GEMV_X_LANES", "3"}}), lanes({}));  // not a lane count: ignored with a warning
+}
+
 // JLLM_GEMV_TMA (on by default): every decode GEMV of the 4b preset reads its ring through
 // tensor maps, one a matrix with the box of an item's rows × a step, and takes the alignment
 // slack; never with the switch at 0, on a target without tensor-map copies, with cp.async, or

@@ -90,6 +90,15 @@ constexpr bool kLazyScale = kLateNorm && JLLM_LAZY_SCALE;
 #define JLLM_EARLY_SLOTS (JLLM_RING > 0 ? JLLM_RING - 1 : 0)
 #endif
 constexpr int kEarlySlots = JLLM_EARLY_SLOTS;
+#ifndef JLLM_XLANES
+#define JLLM_XLANES 1
+#endif
+// Lanes that stage one run of 16 columns of quantized x, kXElems columns each (the run's scale
+// and sums reduced across them by shuffles): 1 leaves most warps idle at the barrier after
+// staging when K is small — 0.6b's K 1,024 is 64 runs, two of 8 warps.
+constexpr int kXLanes = JLLM_XLANES;
+constexpr int kXElems = 16 / kXLanes;
+static_assert(kXLanes == 1 || kXLanes == 2 || kXLanes == 4, "XLANES 1, 2 or 4");
 static_assert(kEarlySlots >= 0 && (kRing == 0 || kEarlySlots <= kRing - 1), "early ring chunks: 0..RING - 1");
 // The ring is filled by bulk copies where the GPU has them (JLLM_BULK 1, sm_90), else cp.async.
 constexpr bool kBulk = kRing > 0 && JLLM_BULK && JLLM_HAS_BULK_COPY;
@@ -243,19 +252,23 @@ __device__ __forceinline__ void StageSlot(const float4& v, int e, float4* xs) {
   xs[SlotOf(kM) * kSlotFloat4 + W::PartOf(e) * kUnitsK + W::UnitOf(e)] = v;
 }
 
-// The 16-element run at e, quantized (q: 4 words of int8 — the high plane with two planes —,
-// q_lo: the low plane, d, Σq), into member kM's slot.
+// Words j·kXElems / 4 on of the 16-element run at e, quantized (q: words of int8 — the high
+// plane with two planes —, q_lo: the low plane), into member kM's slot; the run's d and Σq by
+// the run's first lane (j 0).
 template <int kM>
-__device__ __forceinline__ void StageRunXq(const uint4& q, const uint4& q_lo, float d, float sum, int e, float4* xs) {
+__device__ __forceinline__ void StageRunXq(const jllm_u32 (&q)[kXElems / 4], const jllm_u32 (&q_lo)[kXElems / 4],
+                                           float d, float sum, int e, int j, float4* xs) {
   using W = WType<kWt[kM]>;
   constexpr int kUnitsK = kGroups256 * W::kUnits256;
   float4* slot = xs + SlotOf(kM) * kSlotFloat4;
   const int u = W::UnitOf(e), half = W::HalfOf(e);
-  reinterpret_cast<uint4*>(slot)[half * kUnitsK + u] = q;
-  if constexpr (kXPlanes == 2) reinterpret_cast<uint4*>(slot)[(LoArray<kM>() + half) * kUnitsK + u] = q_lo;
-  float* meta = reinterpret_cast<float*>(slot + 2 * kUnitsK + u);
-  meta[2 * half] = d;
-  meta[2 * half + 1] = sum;
+  StoreRunWords(reinterpret_cast<uint4*>(slot) + half * kUnitsK + u, j, q);
+  if constexpr (kXPlanes == 2) StoreRunWords(reinterpret_cast<uint4*>(slot) + (LoArray<kM>() + half) * kUnitsK + u, j, q_lo);
+  if (j == 0) {
+    float* meta = reinterpret_cast<float*>(slot + 2 * kUnitsK + u);
+    meta[2 * half] = d;
+    meta[2 * half + 1] = sum;
+  }
 }
 
 // The f32 sum of the 16-element run at e, beside member kM's f32 parts.
@@ -266,55 +279,75 @@ __device__ __forceinline__ void StageRunSum(float sum, int e, float4* xs) {
   sums[2 * W::UnitOf(e) + W::HalfOf(e)] = sum;
 }
 
-// The 16 values v quantized with the scale of `amax` (returned: d = amax / qmax; q = round(v /
-// d)): as bytes, the high plane (or the only one) in q, the low plane in q_lo; their sum.
-__device__ __forceinline__ float QuantizeRun16(const float (&v)[16], float amax, uint4& q4, uint4& q4_lo, int& sum) {
+// The sum of v over the kXLanes lanes that stage one run (every one of them gets it).
+template <class T>
+__device__ __forceinline__ T RunLanesSum(T v) {
+#pragma unroll
+  for (int offset = 1; offset < kXLanes; offset <<= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+__device__ __forceinline__ float RunLanesMax(float v) {
+#pragma unroll
+  for (int offset = 1; offset < kXLanes; offset <<= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  return v;
+}
+
+// This lane's kXElems values v of a run quantized with the scale of the run's `amax`
+// (returned: d = amax / qmax; q = round(v / d)): as bytes, the high plane (or the only one) in
+// q, the low plane in q_lo — words lane_of_run·kXElems / 4 on of the run's four; their sum.
+__device__ __forceinline__ float QuantizeRunPart(const float (&v)[kXElems], float amax, jllm_u32 (&q)[kXElems / 4],
+                                                 jllm_u32 (&q_lo)[kXElems / 4], int& sum) {
   constexpr float kQmax = kXPlanes == 2 ? static_cast<float>(kX16Max) : 127.0f;
   const float d = amax / kQmax, id = amax > 0.f ? kQmax / amax : 0.f;
-  jllm_u32 w[4] = {0, 0, 0, 0}, w_lo[4] = {0, 0, 0, 0};
+#pragma unroll
+  for (int i = 0; i < kXElems / 4; ++i) q[i] = q_lo[i] = 0;
   sum = 0;
 #pragma unroll
-  for (int i = 0; i < 16; ++i) {
+  for (int i = 0; i < kXElems; ++i) {
     const int qv = static_cast<int>(roundf(v[i] * id));
     sum += qv;
     const int shift = 8 * (i & 3);
     if constexpr (kXPlanes == 2) {
       const int hi = (qv + 128) >> 8;  // arithmetic shift: floor((q + 128) / 256)
-      w[i >> 2] |= (static_cast<jllm_u32>(hi) & 0xFFu) << shift;
-      w_lo[i >> 2] |= (static_cast<jllm_u32>(qv - 256 * hi) & 0xFFu) << shift;
+      q[i >> 2] |= (static_cast<jllm_u32>(hi) & 0xFFu) << shift;
+      q_lo[i >> 2] |= (static_cast<jllm_u32>(qv - 256 * hi) & 0xFFu) << shift;
     } else {
-      w[i >> 2] |= (static_cast<jllm_u32>(qv) & 0xFFu) << shift;
+      q[i >> 2] |= (static_cast<jllm_u32>(qv) & 0xFFu) << shift;
     }
   }
-  q4 = make_uint4(w[0], w[1], w[2], w[3]);
-  q4_lo = make_uint4(w_lo[0], w_lo[1], w_lo[2], w_lo[3]);
   return d;
 }
 
-// Member kM's share of staging the run of 16 at e (live: e is one of the staged columns): in
-// runs of 16 with their own scale (amax), or per pair, whose scale (the max over the pair's four
-// runs, lanes l, l ^ 1, l ^ kMateXor, l ^ 1 ^ kMateXor: weight_types.cuh) and run sums come from
-// those lanes — every lane of the warp takes part. Templated on kM so that a member's other form
-// is never instantiated.
+// Member kM's share of staging this lane's kXElems columns at e of a run of 16 (live: e is
+// one of the staged columns; j: the lane's place among the run's kXLanes): in runs of 16 with
+// their own scale (amax: the run's), or per pair, whose scale (the max over the pair's four
+// runs, staged by lane groups l, l ^ kXLanes, l ^ kXLanes·kMateXor and l ^ kXLanes·(1 ^
+// kMateXor): weight_types.cuh) and run sums come from those lanes — every lane of the warp takes
+// part. Templated on kM so that a member's other form is never instantiated.
 template <int kM>
-__device__ __forceinline__ void StageXqOf(const float (&v)[16], float amax, bool live, int e, float4* xs) {
+__device__ __forceinline__ void StageXqOf(const float (&v)[kXElems], float amax, bool live, int e, int j, float4* xs) {
   if constexpr (StagesRunXq<kM>()) {
-    uint4 q, q_lo;
+    jllm_u32 q[kXElems / 4], q_lo[kXElems / 4];
     int sum;
-    const float d = QuantizeRun16(v, amax, q, q_lo, sum);
-    if (live) StageRunXq<kM>(q, q_lo, d, static_cast<float>(sum), e, xs);
+    const float d = QuantizeRunPart(v, amax, q, q_lo, sum);
+    sum = RunLanesSum(sum);
+    if (live) StageRunXq<kM>(q, q_lo, d, static_cast<float>(sum), e, j, xs);
   } else if constexpr (StagesPairXq<kM>()) {
     using W = WType<kWt[kM]>;
-    constexpr int kMate = W::kMateXor;
-    float pmax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
+    constexpr int kMate = W::kMateXor * kXLanes, kNext = kXLanes;
+    float pmax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, kNext));
     pmax = fmaxf(pmax, __shfl_xor_sync(0xffffffffu, pmax, kMate));
-    uint4 q, q_lo;
+    jllm_u32 q[kXElems / 4], q_lo[kXElems / 4];
     int sum;
-    const float d = QuantizeRun16(v, pmax, q, q_lo, sum);
-    // The pair's run sums in run order, as the lane of run 0 sees them (it writes the meta).
-    const int s1 = __shfl_xor_sync(0xffffffffu, sum, 1);
+    const float d = QuantizeRunPart(v, pmax, q, q_lo, sum);
+    sum = RunLanesSum(sum);
+    // The pair's run sums in run order, as the lanes of run 0 see them (its first writes the meta).
+    const int s1 = __shfl_xor_sync(0xffffffffu, sum, kNext);
     const int sums[4] = {sum, s1, __shfl_xor_sync(0xffffffffu, sum, kMate), __shfl_xor_sync(0xffffffffu, s1, kMate)};
-    if (live) W::template StageRun<kK / 64, kXPlanes>(reinterpret_cast<uint4*>(xs + SlotOf(kM) * kSlotFloat4), e, q, q_lo, d, sums);
+    if (live) {
+      W::template StageRun<kK / 64, kXPlanes, kXElems / 4>(reinterpret_cast<uint4*>(xs + SlotOf(kM) * kSlotFloat4), e, j,
+                                                           q, q_lo, d, sums);
+    }
   }
 }
 
@@ -338,24 +371,25 @@ __device__ __forceinline__ float4 NormedX(const jllm::cuda::GemvArgs& args, floa
   return v;
 }
 
-// The quantized-x pass of StageX: 16 columns a thread from e0 + 16·thread, kXqTrips times at
-// most (every column in one pass when K <= 16 · threads).
-constexpr int kXqTrips = geo::CeilDiv(kK, 16 * kThreads);
+// The quantized-x pass of StageX: kXElems columns a thread from e0 + kXElems·thread, kXqTrips
+// times at most (every column in one pass when K <= kXElems · threads).
+constexpr int kXqTrips = geo::CeilDiv(kK, kXElems * kThreads);
+constexpr int kXF4 = kXElems / 4;  // float4 a thread a trip
 constexpr bool kXqPass = StagesXq<0>() || StagesXq<1>() || StagesXq<2>() || StagesSums<0>() || StagesSums<1>() ||
                          StagesSums<2>();
 constexpr bool kEarlyGamma = kGammaEarly && kXqPass;  // (an f32-only GEMV stages without that pass)
 // Gamma of those columns, loaded before the grid wait (GAMMA_EARLY; zeros past e1).
 struct EarlyGamma {
-  float4 g[kEarlyGamma ? kXqTrips : 1][4];
+  float4 g[kEarlyGamma ? kXqTrips : 1][kXF4];
 };
 __device__ __forceinline__ EarlyGamma LoadEarlyGamma(const jllm::cuda::GemvArgs& args, int e0, int e1) {
   EarlyGamma eg;
   if constexpr (kEarlyGamma) {
 #pragma unroll
     for (int it = 0; it < kXqTrips; ++it) {
-      const int e = e0 + 16 * static_cast<int>(threadIdx.x) + 16 * kThreads * it;
+      const int e = e0 + kXElems * static_cast<int>(threadIdx.x) + kXElems * kThreads * it;
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
+      for (int i = 0; i < kXF4; ++i) {
         eg.g[it][i] = e < e1 ? *reinterpret_cast<const float4*>(args.gamma + e + 4 * i) : make_float4(0.f, 0.f, 0.f, 0.f);
       }
     }
@@ -401,45 +435,50 @@ __device__ __forceinline__ float StageX(const jllm::cuda::GemvArgs& args, int s_
     // A warp-uniform trip count (pair scales are reductions over lanes): a lane past e1 runs
     // with zeros and writes nothing. Every trip's loads first, then after_loads(), then the math.
     const int lane = threadIdx.x & 31;
-    float4 raw[kXqTrips][4];
+    const int j = lane % kXLanes;  // this lane's place among its run's
+    float4 raw[kXqTrips][kXF4];
     int trips = 0;
 #pragma unroll
     for (int it = 0; it < kXqTrips; ++it) {
-      const int e = e0 + 16 * static_cast<int>(threadIdx.x) + 16 * kThreads * it;
-      if (e - 16 * lane >= e1) break;  // warp-uniform
+      const int e = e0 + kXElems * static_cast<int>(threadIdx.x) + kXElems * kThreads * it;
+      if (e - kXElems * lane >= e1) break;  // warp-uniform
       trips = it + 1;
 #pragma unroll
-      for (int i = 0; i < 4; ++i) raw[it][i] = e < e1 ? LoadX4(args, e + 4 * i) : make_float4(0.f, 0.f, 0.f, 0.f);
+      for (int i = 0; i < kXF4; ++i) raw[it][i] = e < e1 ? LoadX4(args, e + 4 * i) : make_float4(0.f, 0.f, 0.f, 0.f);
     }
     after_loads();
 #pragma unroll
     for (int it = 0; it < kXqTrips; ++it) {
       if (it >= trips) break;  // warp-uniform
-      const int e = e0 + 16 * static_cast<int>(threadIdx.x) + 16 * kThreads * it;
-      const bool live = e < e1;
-      float v[16];
+      const int e = e0 + kXElems * static_cast<int>(threadIdx.x) + kXElems * kThreads * it;
+      const bool live = e < e1;  // (the same for all lanes of a run: e1 is a multiple of 256)
+      float v[kXElems];
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
+      for (int i = 0; i < kXF4; ++i) {
         const float4* g = kEarlyGamma ? &eg.g[kEarlyGamma ? it : 0][i] : nullptr;
         const float4 f = live ? NormedX<kLateNorm && !kAnyF32>(args, raw[it][i], e + 4 * i, scale, squares, g)
                               : make_float4(0.f, 0.f, 0.f, 0.f);
         v[4 * i] = f.x, v[4 * i + 1] = f.y, v[4 * i + 2] = f.z, v[4 * i + 3] = f.w;
       }
-      if (live) {
+      if constexpr (StagesSums<0>() || StagesSums<1>() || StagesSums<2>()) {
         float fsum = 0.f;
 #pragma unroll
-        for (int i = 0; i < 16; ++i) fsum += v[i];
-        if constexpr (StagesSums<0>()) StageRunSum<0>(fsum, e, xs);
-        if constexpr (StagesSums<1>()) StageRunSum<1>(fsum, e, xs);
-        if constexpr (StagesSums<2>()) StageRunSum<2>(fsum, e, xs);
+        for (int i = 0; i < kXElems; ++i) fsum += v[i];
+        fsum = RunLanesSum(fsum);
+        if (live && j == 0) {
+          if constexpr (StagesSums<0>()) StageRunSum<0>(fsum, e, xs);
+          if constexpr (StagesSums<1>()) StageRunSum<1>(fsum, e, xs);
+          if constexpr (StagesSums<2>()) StageRunSum<2>(fsum, e, xs);
+        }
       }
       if constexpr (kAnyXq) {
         float amax = 0.f;
 #pragma unroll
-        for (int i = 0; i < 16; ++i) amax = fmaxf(amax, fabsf(v[i]));
-        StageXqOf<0>(v, amax, live, e, xs);
-        StageXqOf<1>(v, amax, live, e, xs);
-        StageXqOf<2>(v, amax, live, e, xs);
+        for (int i = 0; i < kXElems; ++i) amax = fmaxf(amax, fabsf(v[i]));
+        amax = RunLanesMax(amax);
+        StageXqOf<0>(v, amax, live, e, j, xs);
+        StageXqOf<1>(v, amax, live, e, j, xs);
+        StageXqOf<2>(v, amax, live, e, j, xs);
       }
     }
   }

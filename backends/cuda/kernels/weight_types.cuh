@@ -180,18 +180,34 @@ struct WType<lay::kQ4_K> : KQuant45Dots<WType<lay::kQ4_K>> {
 // scale d_x): its four runs of 16 (R0..R3, in the order of the unit's quant bytes) as arrays
 // 0..3 of the member's x slot (with two planes the low bytes as arrays 4..7), then the type's
 // meta (uint4 array 8, or 4 with one plane) and d_x where the meta has no room (array 9 / 5).
-// The four runs of a pair are staged by lanes l, l ^ 1, l ^ kMateXor, l ^ 1 ^ kMateXor
-// (consecutive 16-element runs go to consecutive lanes), which share the pair's scale.
+// The four runs of a pair are staged by lane groups l, l ^ 1, l ^ kMateXor, l ^ 1 ^ kMateXor
+// (consecutive 16-element runs go to consecutive groups of the lanes that stage one run; gemv.cu
+// scales the xors by their count), which share the pair's scale.
 
 // The slot array a (uint4 per pair) of the pair unit u; kP = pairs in K.
 template <int kP>
 __device__ __forceinline__ uint4 PairX(const uint4* slot, int a, int u) { return slot[a * kP + u]; }
 
-// Run i (0..3) of pair p, quantized: q (the high plane, or the only one), q_lo (the low plane).
-template <int kP, int kPlanes>
-__device__ __forceinline__ void StagePairRun(uint4* slot, int p, int i, uint4 q, uint4 q_lo) {
-  slot[i * kP + p] = q;
-  if constexpr (kPlanes == 2) slot[(4 + i) * kP + p] = q_lo;
+// Words j·kW .. j·kW + kW - 1 of a run's four (kW = 4: all of it, in one store).
+template <int kW>
+__device__ __forceinline__ void StoreRunWords(uint4* run, int j, const jllm_u32 (&w)[kW]) {
+  static_assert(kW == 1 || kW == 2 || kW == 4, "a run is 4 words");
+  if constexpr (kW == 4) {
+    *run = make_uint4(w[0], w[1], w[2], w[3]);
+  } else if constexpr (kW == 2) {
+    reinterpret_cast<uint2*>(run)[j] = make_uint2(w[0], w[1]);
+  } else {
+    reinterpret_cast<jllm_u32*>(run)[j] = w[0];
+  }
+}
+
+// Words j·kW on of run i (0..3) of pair p, quantized: q (the high plane, or the only one), q_lo
+// (the low plane).
+template <int kP, int kPlanes, int kW>
+__device__ __forceinline__ void StagePairRun(uint4* slot, int p, int i, int j, const jllm_u32 (&q)[kW],
+                                             const jllm_u32 (&q_lo)[kW]) {
+  StoreRunWords(slot + i * kP + p, j, q);
+  if constexpr (kPlanes == 2) StoreRunWords(slot + (4 + i) * kP + p, j, q_lo);
 }
 // The uint4 array of the pair meta (after the runs).
 template <int kPlanes>
@@ -246,12 +262,14 @@ struct WType<jllm::cuda::geometry::kGemvQ4KPairs> {
     const jllm_u8* qs = blk + q::kQ4KQsOffset + 32 * (u & 3);
     return {M::Load16(qs), M::Load16(qs + 16), M::Load16(blk)};
   }
-  // The run at e, staged by the lane of run index RunOf(e); sums[k]: Σxq of run k of the pair.
-  template <int kP, int kPlanes>
-  __device__ static void StageRun(uint4* slot, int e, uint4 q, uint4 q_lo, float d, const int (&sums)[4]) {
+  // Words j·kW on of the run at e, staged by the lanes of run index RunOf(e); sums[k]: Σxq of
+  // run k of the pair (the meta is written by run 0's first lane).
+  template <int kP, int kPlanes, int kW>
+  __device__ static void StageRun(uint4* slot, int e, int j, const jllm_u32 (&q)[kW], const jllm_u32 (&q_lo)[kW], float d,
+                                  const int (&sums)[4]) {
     const int p = PairOf(e), i = RunOf(e);
-    StagePairRun<kP, kPlanes>(slot, p, i, q, q_lo);
-    if (i == 0) {
+    StagePairRun<kP, kPlanes>(slot, p, i, j, q, q_lo);
+    if (i == 0 && j == 0) {
       slot[PairMetaArray<kPlanes>() * kP + p] = make_uint4(
           __float_as_uint(d), static_cast<jllm_u32>(sums[0] + sums[1]), static_cast<jllm_u32>(sums[2] + sums[3]), 0u);
     }
@@ -307,11 +325,12 @@ struct WType<jllm::cuda::geometry::kGemvQ6KPairs> {
     const jllm_u8* sc = body + q::kQ6KScalesOffset + 8 * hh;
     return {M::Load16(ql), M::Load16(ql + 16), M::Load16(qh), M::Load16(qh + 16), M::Load4(sc), M::Load4(sc + 4)};
   }
-  template <int kP, int kPlanes>
-  __device__ static void StageRun(uint4* slot, int e, uint4 q, uint4 q_lo, float d, const int (&sums)[4]) {
+  template <int kP, int kPlanes, int kW>
+  __device__ static void StageRun(uint4* slot, int e, int j, const jllm_u32 (&q)[kW], const jllm_u32 (&q_lo)[kW], float d,
+                                  const int (&sums)[4]) {
     const int p = PairOf(e), i = RunOf(e);
-    StagePairRun<kP, kPlanes>(slot, p, i, q, q_lo);
-    if (i == 0) {
+    StagePairRun<kP, kPlanes>(slot, p, i, j, q, q_lo);
+    if (i == 0 && j == 0) {
       slot[PairMetaArray<kPlanes>() * kP + p] = make_uint4(static_cast<jllm_u32>(sums[0]), static_cast<jllm_u32>(sums[1]),
                                                            static_cast<jllm_u32>(sums[2]), static_cast<jllm_u32>(sums[3]));
       reinterpret_cast<float*>(slot + (PairMetaArray<kPlanes>() + 1) * kP)[p] = d;

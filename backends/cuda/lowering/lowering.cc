@@ -46,7 +46,7 @@ static_assert(static_cast<int>(ir::KvDType::kF16) == 0 && static_cast<int>(ir::K
 // (the CUDA backend at load; jllm-compile for --arch CUBINs, which match only the same values):
 // JLLM_GEMV_R, JLLM_GEMV_NW, JLLM_GEMV_DEPTH, JLLM_GEMV_MINB, JLLM_GEMV_ITEMS, JLLM_GEMV_KSPLIT,
 // JLLM_GEMV_X (lowering.h), JLLM_GEMV_RING (0 = registers), JLLM_GEMV_CHUNK, JLLM_GEMV_EARLY_SLOTS, JLLM_GEMV_BULK, JLLM_GEMV_TMA, JLLM_GEMV_WEIGHTED,
-// JLLM_GEMV_SPREAD, JLLM_GEMV_LATE_NORM, JLLM_GEMV_LAZY_SCALE, JLLM_GEMV_PAIRS, JLLM_GEMV_PAIRS_MIN_MIB;
+// JLLM_GEMV_SPREAD, JLLM_GEMV_LATE_NORM, JLLM_GEMV_LAZY_SCALE, JLLM_GEMV_X_LANES, JLLM_GEMV_PAIRS, JLLM_GEMV_PAIRS_MIN_MIB;
 // JLLM_GEMM_MMA, JLLM_PREFETCH (lowering.h), JLLM_GEMM_BN, JLLM_GEMM_BM, JLLM_GEMM_XSPLIT,
 // JLLM_GEMM_MINB, JLLM_GEMM_PAIR; JLLM_ATTN_SPLITS, JLLM_ATTN_MINCHUNK, JLLM_ATTN_NW, JLLM_ATTN_RING,
 // JLLM_ATTN_AHEAD, JLLM_ATTN_DYNAMIC, JLLM_ATTN_MERGE_FIRST, JLLM_ATTN_MERGE_ONE_FENCE (decode attention). A value
@@ -96,6 +96,11 @@ constexpr int kGemvLateNorm = 1;
 // (gamma is a weight; after a step's weights went through L2 it comes from HBM, and otherwise
 // that round trip follows the wait beside x's); 0: with x.
 constexpr int kGemvGammaEarly = 1;
+// Lanes a run of 16 columns of quantized x is staged by (gemv.cu, JLLM_XLANES): 0 picks as many,
+// up to 4, as keep all of K's runs within one pass of the CTA's threads (0.6b's K 1,024 — 64 runs
+// — on 8 warps: 4; 4b's 2,560 on 16 warps: 2; the downs' long K: 1), so that more than the few
+// warps K's runs cover quantize and fewer wait at the barrier after staging; n: n lanes.
+constexpr int kGemvXLanes = 0;
 // A mask of the K-quants read as unit pairs, 8 lanes a row (launch_geometry.h; quantized x only):
 // 1 q4_K, 2 q6_K, 3 both; one scale decode per 64 elements and exact steps at every Qwen3 width
 // (docs/PERF.md, "q4_K sub-block pairs"); 0: 16-byte units, 32 lanes a row. Measured on the
@@ -539,6 +544,12 @@ class Lowerer {
     defs.push_back(D("JLLM_GAMMA_EARLY", knob("gamma_early", kGemvGammaEarly) != 0));
     defs.push_back(D("JLLM_LAZY_SCALE", knob("lazy_scale", kGemvLazyScale) != 0));
     defs.push_back(D("JLLM_XPLANES", x_planes));
+    int64_t x_lanes = knob("x_lanes", kGemvXLanes);
+    if (x_lanes == 0) {
+      x_lanes = 1;
+      while (x_lanes < 4 && k / 16 * x_lanes * 2 <= 32 * int64_t{nw}) x_lanes *= 2;
+    }
+    defs.push_back(D("JLLM_XLANES", x_lanes));
     defs.push_back(D("JLLM_PAIRS", pairs));
     defs.push_back(D("JLLM_XSLOTS", slots));  // gemv.cu checks that it counts the same
     defs.push_back(D("JLLM_NORM", norm));
