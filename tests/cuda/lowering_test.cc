@@ -626,9 +626,9 @@ TEST(Lowering, GemvEarlyRingChunksBySwitch) {
   EXPECT_EQ(early({{"JLLM_GEMV_EARLY_SLOTS", "1"}, {"JLLM_GEMV_RING", "0"}}), std::set<std::string>{"0/-"});
 }
 
-// JLLM_GEMV_X_LANES: by default the fewest lanes a run of 16 quantized columns (1, 2 or 4) whose
-// threads' chain — 16 / lanes columns times the passes of K / 16 · lanes over 32 · NW threads —
-// is shortest, else the number asked for.
+// JLLM_GEMV_X_LANES: by default as many lanes a run of 16 quantized columns (up to 4) as keep
+// all of K's runs within one pass of the CTA's threads — K / 16 · lanes <= 32 · NW —, else the
+// number asked for.
 TEST(Lowering, GemvXLanesByColumnsAndThreads) {
   auto g = testing::PresetGraph("0.6b");
   ASSERT_TRUE(g.ok()) << g.status();
@@ -652,12 +652,11 @@ TEST(Lowering, GemvXLanesByColumnsAndThreads) {
   // 0.6b: QKV and gate+up K 1,024 on 8 warps (64 runs: 4 lanes each fill the 256 threads), the
   // logits K 1,024 on 16, attn-out K 2,048 (128 runs: 2), down K 3,072 on 16 (192 runs: 2).
   EXPECT_EQ(lanes({}), (std::set<std::string>{"1024/8/4", "1024/16/4", "2048/8/2", "3072/16/2"}));
-  // On 4 warps: K 1,024 in one pass of 8 columns (2 lanes) or two of 4 (4): a tie, the fewer
-  // lanes; 2,048 one pass of 16 columns against two of 8; 3,072 two of 16 against three of 8.
-  EXPECT_EQ(lanes({{"JLLM_GEMV_NW", "4"}}), (std::set<std::string>{"1024/4/2", "2048/4/1", "3072/4/2"}));
-  // 4b: K 2,560 (QKV, gate+up, logits) and 4,096 (attn-out) on 16 warps: 2; the downs' 9,728
-  // (608 runs): five passes of 4 columns against three of 8 and two of 16.
-  EXPECT_EQ(lanes({}, &*g4), (std::set<std::string>{"2560/16/2", "4096/16/2", "9728/16/4"}));
+  // On 4 warps (128 threads): K 1,024 in one pass of 2 lanes a run; 2,048 of 1; 3,072 in two.
+  EXPECT_EQ(lanes({{"JLLM_GEMV_NW", "4"}}), (std::set<std::string>{"1024/4/2", "2048/4/1", "3072/4/1"}));
+  // 4b: K 2,560 (QKV, gate+up, logits; 160 runs) and 4,096 (attn-out; 256) on 16 warps: 2; the
+  // downs' 9,728 (608 runs, more than one pass of 512 threads): 1.
+  EXPECT_EQ(lanes({}, &*g4), (std::set<std::string>{"2560/16/2", "4096/16/2", "9728/16/1"}));
   EXPECT_EQ(lanes({{"JLLM_GEMV_X_LANES", "1"}}),
             (std::set<std::string>{"1024/8/1", "1024/16/1", "2048/8/1", "3072/16/1"}));
   EXPECT_EQ(lanes({{"JLLM_GEMV_X_LANES", "4"}}),
