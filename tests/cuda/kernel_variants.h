@@ -88,9 +88,9 @@ struct OpVariant {
 // CTA ranges of equal bytes for groups of several types (JLLM_GEMV_WEIGHTED): alone, with every
 // matrix split in three along K as pairs (ranges that start inside a later split), and with the
 // head ops in the QKV tail.
-// Quantized x staged by 1, 2 or 4 lanes a run of 16 (JLLM_GEMV_X_LANES; the default picks by K
-// and the CTA's threads): one lane a run; two, as pairs on two warps (several passes, pair mates
-// two lane groups apart); four with int8 x (one plane), with every matrix split in two along K
+// Quantized x staged by 1, 2 or 4 lanes a run of 16 (JLLM_GEMV_X_LANES; 2 by default): one lane
+// a run; two, as pairs on two warps (several passes, pair mates two lane groups apart); four with
+// int8 x (one plane), with every matrix split in two along K
 // (a CTA stages some splits' columns), on one warp (K's runs in many passes), and with f32 x
 // (the K-quants' run sums reduced across the four lanes).
 // Every kernel built for the in-step trace (JLLM_TRACE: the body inside the trace's entry and

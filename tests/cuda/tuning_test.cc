@@ -50,7 +50,7 @@ TEST(Tuning, HandWrittenFile) {
 TEST(Tuning, KnobRangesAreSpelledOut) {
   EXPECT_EQ(FindGemvKnob("nw")->Range(), "in 1..32");
   EXPECT_EQ(FindGemvKnob("ring")->Range(), "in 0 or 2..16");
-  EXPECT_EQ(FindGemvKnob("x_lanes")->Range(), "in 0..2 or 4");
+  EXPECT_EQ(FindGemvKnob("x_lanes")->Range(), "in 1..2 or 4");
   EXPECT_EQ(FindGemvKnob("ksplit")->Range(), ">= 1");
   EXPECT_FALSE(FindGemvKnob("ring")->Allows(1));
   EXPECT_TRUE(FindGemvKnob("ring")->Allows(0));

@@ -96,13 +96,12 @@ constexpr int kGemvLateNorm = 1;
 // (gamma is a weight; after a step's weights went through L2 it comes from HBM, and otherwise
 // that round trip follows the wait beside x's); 0: with x.
 constexpr int kGemvGammaEarly = 1;
-// Lanes a run of 16 columns of quantized x is staged by (gemv.cu, JLLM_XLANES): 0 picks as many,
-// up to 4, as keep all of K's runs within one pass of the CTA's threads (0.6b's K 1,024 — 64 runs
-// — on 8 warps: 4; 4b's 2,560 on 16 warps: 2; the downs' long K and 14b's 5,120: 1), so that more
-// than the few warps K's runs cover quantize and fewer wait at the barrier after staging (stop
-// 33, H100 tg128: 0.6b +2.5 %, 4b +2.0 %). More lanes than one pass holds lose: each pass pays
-// its shuffles and stores again (14b with 4 lanes on every GEMV −6 %; docs/PERF.md); n: n lanes.
-constexpr int kGemvXLanes = 0;
+// Lanes a run of 16 columns of quantized x is staged by (gemv.cu, JLLM_XLANES): 2, the default
+// since stop 33 — one lane a run left most warps idle at the barrier after staging (0.6b's K 1,024
+// is 64 runs, two of 8 warps) —, measured on the H100 against 1 (tg128 0.6b +2.5 %, 4b +2.9 %,
+// 14b +0.5 %) and against 4 where K's runs fit one pass of the CTA's threads (0.6b ±0.5 %); 4 on
+// every GEMV lost 6 % on 14b: a pass pays the runs' shuffles and stores again (docs/PERF.md).
+constexpr int kGemvXLanes = 2;
 // A mask of the K-quants read as unit pairs, 8 lanes a row (launch_geometry.h; quantized x only):
 // 1 q4_K, 2 q6_K, 3 both; one scale decode per 64 elements and exact steps at every Qwen3 width
 // (docs/PERF.md, "q4_K sub-block pairs"); 0: 16-byte units, 32 lanes a row. Measured on the
@@ -546,12 +545,7 @@ class Lowerer {
     defs.push_back(D("JLLM_GAMMA_EARLY", knob("gamma_early", kGemvGammaEarly) != 0));
     defs.push_back(D("JLLM_LAZY_SCALE", knob("lazy_scale", kGemvLazyScale) != 0));
     defs.push_back(D("JLLM_XPLANES", x_planes));
-    int64_t x_lanes = knob("x_lanes", kGemvXLanes);
-    if (x_lanes == 0) {
-      x_lanes = 1;
-      while (x_lanes < 4 && k / 16 * x_lanes * 2 <= 32 * int64_t{nw}) x_lanes *= 2;
-    }
-    defs.push_back(D("JLLM_XLANES", x_lanes));
+    defs.push_back(D("JLLM_XLANES", knob("x_lanes", kGemvXLanes)));
     defs.push_back(D("JLLM_PAIRS", pairs));
     defs.push_back(D("JLLM_XSLOTS", slots));  // gemv.cu checks that it counts the same
     defs.push_back(D("JLLM_NORM", norm));

@@ -60,7 +60,7 @@ const std::vector<GemvKnob>& GemvKnobs() {
       {"late_norm", "JLLM_GEMV_LATE_NORM", 0, 1, -1, "the RMS scale applied to the results"},
       {"gamma_early", "JLLM_GEMV_GAMMA_EARLY", 0, 1, -1, "the norm's gamma loaded before the grid wait"},
       {"lazy_scale", "JLLM_GEMV_LAZY_SCALE", 0, 1, -1, "the RMS scale computed at a warp's first result (late_norm)"},
-      {"x_lanes", "JLLM_GEMV_X_LANES", 0, 4, 3, "lanes a run of 16 quantized columns of x is staged by (0: as many as one pass needs, up to 4)"},
+      {"x_lanes", "JLLM_GEMV_X_LANES", 1, 4, 3, "lanes a run of 16 quantized columns of x is staged by"},
       {"pairs", "JLLM_GEMV_PAIRS", 0, 3, -1, "mask of the K-quants read as 64-element pairs"},
       {"pairs_min_mib", "JLLM_GEMV_PAIRS_MIN_MIB", 0, 1 << 20, -1, "pairs only on GEMVs this large"},
       {"items", "JLLM_GEMV_ITEMS", 1, kAny, -1, "items a warp x 10 the K split aims at"},
