@@ -50,7 +50,8 @@
 // Qwen3's q/k RMSNorm + RoPE + KV append, runs in this kernel's tail — y[0..2] are its raw q, k, v;
 // each item's writer adds its rows to its head's ticket, and the warp that completes a head
 // transforms it (head_transform.cuh) into yq or the caches: one kernel a layer fewer; with
-// JLLM_HEAD_D, JLLM_NROT and JLLM_KV, the cache element type).
+// JLLM_HEAD_D, JLLM_NROT and JLLM_KV, the cache element type), JLLM_XLANES (1, 2 or 4: lanes that
+// quantize one run of 16 columns of x as it is staged, each 16 / XLANES of them).
 //
 // Lanes and rows: a member's row is read by LPR lanes (32, or 8 for pairs), each RPL rows
 // (JLLM_R, or 1 for pairs) per step; lane l reads unit l mod LPR of the step's rows

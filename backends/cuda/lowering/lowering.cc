@@ -98,9 +98,10 @@ constexpr int kGemvLateNorm = 1;
 constexpr int kGemvGammaEarly = 1;
 // Lanes a run of 16 columns of quantized x is staged by (gemv.cu, JLLM_XLANES): 2, the default
 // since stop 33 — one lane a run left most warps idle at the barrier after staging (0.6b's K 1,024
-// is 64 runs, two of 8 warps) —, measured on the H100 against 1 (tg128 0.6b +2.5 %, 4b +2.9 %,
-// 14b +0.5 %) and against 4 where K's runs fit one pass of the CTA's threads (0.6b ±0.5 %); 4 on
-// every GEMV lost 6 % on 14b: a pass pays the runs' shuffles and stores again (docs/PERF.md).
+// is 64 runs, two of 8 warps) —. Measured on the H100 (tg128): lanes by K (4 where K's runs fit
+// one pass, else 2, or 1 past two) against 1 lane 0.6b +2.5 %, 4b +2.0 %; then 2 everywhere
+// against that 4b +0.9 %, 14b +0.5 %, 0.6b ±0; 4 on every GEMV lost 6 % on 14b: each pass pays
+// the runs' shuffles and stores again (docs/PERF.md, "x staged by several lanes a run").
 constexpr int kGemvXLanes = 2;
 // A mask of the K-quants read as unit pairs, 8 lanes a row (launch_geometry.h; quantized x only):
 // 1 q4_K, 2 q6_K, 3 both; one scale decode per 64 elements and exact steps at every Qwen3 width
