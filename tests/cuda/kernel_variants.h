@@ -158,7 +158,7 @@ inline std::vector<OpVariant> CudaKernelVariants() {
        {{"JLLM_GEMV_X_LANES", "4"}, {"JLLM_GEMV_KSPLIT", "2"}, {"JLLM_GEMV_PAIRS", "3"}, {"JLLM_GEMV_PAIRS_MIN_MIB", "0"}},
        VariantCases::kGemvGroups},
       {"x_lanes4_nw1", {{"JLLM_GEMV_X_LANES", "4"}, {"JLLM_GEMV_NW", "1"}}, VariantCases::kGemvNorm},
-      {"x_lanes4_xf32", {{"JLLM_GEMV_X_LANES", "4"}, {"JLLM_GEMV_X", "f32"}}, VariantCases::kGemv},
+      {"x_lanes4_xf32", {{"JLLM_GEMV_X_LANES", "4"}, {"JLLM_GEMV_X", "f32"}}, VariantCases::kGemvGroups},
       {"weighted", {{"JLLM_GEMV_WEIGHTED", "1"}}, VariantCases::kGemvGroups},
       {"weighted_split3_pairs",
        {{"JLLM_GEMV_WEIGHTED", "1"}, {"JLLM_GEMV_KSPLIT", "3"}, {"JLLM_GEMV_PAIRS", "3"}, {"JLLM_GEMV_PAIRS_MIN_MIB", "0"}},
