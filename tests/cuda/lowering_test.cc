@@ -11,6 +11,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "backends/cuda/device_layout.h"
 #include "backends/cuda/exec/memory_plan.h"
@@ -600,24 +601,33 @@ TEST(Lowering, GemvRingSlotsOfSeveralStepsShrinkToTheTarget) {
   EXPECT_EQ(gate_up("2", kSmemPerBlockSm90, "0"), std::make_pair(kGateUp + " pairs", int64_t{10880}));
 }
 
+// A text made of the defines of every decode GEMV of `g` lowered with `vars` set (a define the
+// spec lacks reads "-"), one text per distinct combination.
+std::set<std::string> DecodeGemvDefines(const ir::Graph& g, std::vector<std::pair<std::string, std::string>> vars,
+                                        const std::vector<std::string>& names) {
+  ::jllm::testing::ScopedEnv env(vars);
+  auto lg = LowerGraph(g);
+  EXPECT_TRUE(lg.ok()) << lg.status();
+  std::set<std::string> seen;
+  if (!lg.ok()) return seen;
+  for (const Launch* l : DecodeLaunches(*lg)) {
+    if (l->kind != LaunchKind::kGemv) continue;
+    std::map<std::string, std::string> defines;
+    for (const auto& [name, value] : lg->specs[l->spec].DefineList()) defines[name] = value;
+    std::vector<std::string> values;
+    for (const std::string& n : names) values.push_back(defines.count(n) ? defines[n] : "-");
+    seen.insert(absl::StrJoin(values, "/"));
+  }
+  return seen;
+}
+
 // JLLM_GEMV_EARLY_SLOTS: the ring chunks a warp issues before the grid wait — RING - 1 unless
 // set (today's behaviour), at most RING - 1 when set higher, absent with the steps in registers.
 TEST(Lowering, GemvEarlyRingChunksBySwitch) {
   auto g = testing::PresetGraph("4b");
   ASSERT_TRUE(g.ok()) << g.status();
-  auto early = [&](std::vector<std::pair<std::string, std::string>> vars) {
-    ::jllm::testing::ScopedEnv env(vars);
-    auto lg = LowerGraph(*g);
-    EXPECT_TRUE(lg.ok()) << lg.status();
-    std::set<std::string> seen;  // "RING/EARLY" of every decode GEMV
-    if (!lg.ok()) return seen;
-    for (const Launch* l : DecodeLaunches(*lg)) {
-      if (l->kind != LaunchKind::kGemv) continue;
-      std::map<std::string, std::string> defines;
-      for (const auto& [name, value] : lg->specs[l->spec].DefineList()) defines[name] = value;
-      seen.insert(defines["JLLM_RING"] + "/" + (defines.count("JLLM_EARLY_SLOTS") ? defines["JLLM_EARLY_SLOTS"] : "-"));
-    }
-    return seen;
+  auto early = [&](std::vector<std::pair<std::string, std::string>> vars) {  // "RING/EARLY"
+    return DecodeGemvDefines(*g, vars, {"JLLM_RING", "JLLM_EARLY_SLOTS"});
   };
   EXPECT_EQ(early({}), std::set<std::string>{"3/2"});
   EXPECT_EQ(early({{"JLLM_GEMV_EARLY_SLOTS", "0"}}), std::set<std::string>{"3/0"});
@@ -631,19 +641,8 @@ TEST(Lowering, GemvEarlyRingChunksBySwitch) {
 TEST(Lowering, GemvXLanesBySwitch) {
   auto g = testing::PresetGraph("0.6b");
   ASSERT_TRUE(g.ok()) << g.status();
-  auto lanes = [&](std::vector<std::pair<std::string, std::string>> vars) {
-    ::jllm::testing::ScopedEnv env(vars);
-    auto lg = LowerGraph(*g);
-    EXPECT_TRUE(lg.ok()) << lg.status();
-    std::set<std::string> seen;  // "K/NW/XLANES" of every decode GEMV
-    if (!lg.ok()) return seen;
-    for (const Launch* l : DecodeLaunches(*lg)) {
-      if (l->kind != LaunchKind::kGemv) continue;
-      std::map<std::string, std::string> defines;
-      for (const auto& [name, value] : lg->specs[l->spec].DefineList()) defines[name] = value;
-      seen.insert(defines["JLLM_K"] + "/" + defines["JLLM_NW"] + "/" + defines["JLLM_XLANES"]);
-    }
-    return seen;
+  auto lanes = [&](std::vector<std::pair<std::string, std::string>> vars) {  // "K/NW/XLANES"
+    return DecodeGemvDefines(*g, vars, {"JLLM_K", "JLLM_NW", "JLLM_XLANES"});
   };
   // 0.6b: QKV, gate+up and the logits read K 1,024, attn-out 2,048, down 3,072.
   EXPECT_EQ(lanes({}), (std::set<std::string>{"1024/8/2", "1024/16/2", "2048/8/2", "3072/16/2"}));
