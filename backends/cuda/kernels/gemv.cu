@@ -287,6 +287,23 @@ __device__ __forceinline__ T RunLanesSum(T v) {
   for (int offset = 1; offset < kXLanes; offset <<= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
   return v;
 }
+// The f32 sum of a run's 16 values (v: this lane's kXElems of them, j: its place among the run's
+// lanes) in column order, as one lane adds them: each lane goes on from its predecessor's sum. The
+// f32 dots take Σq·x as 256·f − 128·Σx, which cancels, so Σx's rounding shows in their results.
+__device__ __forceinline__ float RunSumInOrder(const float (&v)[kXElems], int j) {
+  float s = 0.f;
+#pragma unroll
+  for (int l = 0; l < kXLanes; ++l) {
+    const float before = __shfl_up_sync(0xffffffffu, s, 1);
+    if (j == l) {
+      s = l == 0 ? 0.f : before;
+#pragma unroll
+      for (int i = 0; i < kXElems; ++i) s += v[i];
+    }
+  }
+  const int lane = threadIdx.x & 31;
+  return __shfl_sync(0xffffffffu, s, lane - j + kXLanes - 1);  // the run's last lane has it all
+}
 __device__ __forceinline__ float RunLanesMax(float v) {
 #pragma unroll
   for (int offset = 1; offset < kXLanes; offset <<= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
@@ -462,10 +479,7 @@ __device__ __forceinline__ float StageX(const jllm::cuda::GemvArgs& args, int s_
         v[4 * i] = f.x, v[4 * i + 1] = f.y, v[4 * i + 2] = f.z, v[4 * i + 3] = f.w;
       }
       if constexpr (StagesSums<0>() || StagesSums<1>() || StagesSums<2>()) {
-        float fsum = 0.f;
-#pragma unroll
-        for (int i = 0; i < kXElems; ++i) fsum += v[i];
-        fsum = RunLanesSum(fsum);
+        const float fsum = RunSumInOrder(v, j);
         if (live && j == 0) {
           if constexpr (StagesSums<0>()) StageRunSum<0>(fsum, e, xs);
           if constexpr (StagesSums<1>()) StageRunSum<1>(fsum, e, xs);
