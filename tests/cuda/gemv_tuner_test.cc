@@ -16,7 +16,7 @@ namespace jllm::cuda {
 namespace {
 
 constexpr char kAttnOut[] = "q4_K 2560x4096 +residual";  // 4b's attention output projection
-constexpr char kLogits[] = "q6_K 151936x2560";            // 4b's logits (the tied table)
+constexpr char kLogits[] = "q6_K 151936x2560 +norm";      // 4b's logits (the tied table, the final norm its prologue)
 constexpr char kGateUp[] = "q4_K+q4_K 9728+9728x2560 +norm +swiglu";
 constexpr char kDevice[] = "Test GPU (sm_90, 132 SMs)";
 

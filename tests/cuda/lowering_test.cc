@@ -654,6 +654,60 @@ TEST(Lowering, GemvXLanesBySwitch) {
   EXPECT_EQ(lanes({{"JLLM_GEMV_X_LANES", "0"}}), lanes({}));
 }
 
+// JLLM_LOGITS_NORM (on by default): the decode step's logits GEMV runs the final RMSNorm as its
+// prologue — x the residual stream the norm reads, gamma and eps the norm's — and the step has no
+// rms_norm launch; prefill keeps it (its GEMM and last-row GEMV read the normed rows). At 0 the
+// step launches the norm and the logits GEMV reads its output, as before. The residual stream
+// lives until the logits node (memory_plan.cc), which now reads it.
+TEST(Lowering, FinalNormIsTheDecodeLogitsGemvsPrologue) {
+  auto g = testing::PresetGraph("0.6b");
+  ASSERT_TRUE(g.ok()) << g.status();
+  int norm = -1, logits = -1;
+  for (size_t i = 0; i < g->nodes.size(); ++i) {
+    if (g->nodes[i].op == ir::OpKind::kLogits) logits = static_cast<int>(i);
+  }
+  ASSERT_GE(logits, 0);
+  for (size_t i = 0; i < g->nodes.size(); ++i) {
+    if (g->nodes[i].op == ir::OpKind::kRmsNorm && g->nodes[i].outputs[0] == g->nodes[logits].inputs[0]) {
+      norm = static_cast<int>(i);
+    }
+  }
+  ASSERT_GE(norm, 0) << "the preset's final rms_norm feeds its logits";
+  const ir::Node& n = g->nodes[norm];
+  for (const char* value : {"", "1", "0"}) {
+    SCOPED_TRACE(absl::StrCat("JLLM_LOGITS_NORM=", value));
+    std::optional<::jllm::testing::ScopedEnv> env;
+    if (*value != '\0') env.emplace(std::vector<std::pair<std::string, std::string>>{{"JLLM_LOGITS_NORM", value}});
+    const bool folded = std::string(value) != "0";
+    auto lg = LowerGraph(*g);
+    ASSERT_TRUE(lg.ok()) << lg.status();
+    int decode_norms = 0;
+    for (const NodeLowering& nl : lg->nodes) {
+      for (const Launch& l : nl.decode) decode_norms += l.kind == LaunchKind::kRmsNorm;
+    }
+    EXPECT_EQ(decode_norms, folded ? 0 : 1);  // every other norm is its projections' prologue
+    EXPECT_EQ(lg->nodes[norm].decode.size(), folded ? 0u : 1u);
+    ASSERT_EQ(lg->nodes[norm].prefill.size(), 1u);
+    EXPECT_EQ(lg->nodes[norm].prefill[0].kind, LaunchKind::kRmsNorm);
+    ASSERT_EQ(lg->nodes[logits].decode.size(), 1u);
+    const Launch& l = lg->nodes[logits].decode[0];
+    ASSERT_EQ(l.kind, LaunchKind::kGemv);
+    const KernelSpec& s = lg->specs[l.spec];
+    EXPECT_EQ(Define(s, "JLLM_NORM"), folded ? "1" : "0");
+    EXPECT_EQ(absl::StrContains(s.label, "+norm"), folded) << s.label;
+    const Operand x = l.ops[slot::kGemvX], gamma = l.ops[slot::kGemvGamma];
+    EXPECT_EQ(x.kind, Operand::Kind::kValue);
+    EXPECT_EQ(x.id, folded ? n.inputs[0] : n.outputs[0]);
+    EXPECT_EQ(gamma.present(), folded);
+    if (folded) {
+      EXPECT_EQ(gamma.kind, Operand::Kind::kWeight);
+      EXPECT_EQ(gamma.id, n.weights[0]);
+      EXPECT_FLOAT_EQ(l.p0, n.attrs_as<ir::RmsNormAttrs>().eps);
+    }
+    EXPECT_EQ(lg->nodes[logits].extra_reads, folded ? std::vector<ir::ValueId>{n.inputs[0]} : std::vector<ir::ValueId>{});
+  }
+}
+
 // JLLM_GEMV_TMA (on by default): every decode GEMV of the 4b preset reads its ring through
 // tensor maps, one a matrix with the box of an item's rows × a step, and takes the alignment
 // slack; never with the switch at 0, on a target without tensor-map copies, with cp.async, or

@@ -49,7 +49,8 @@ static_assert(static_cast<int>(ir::KvDType::kF16) == 0 && static_cast<int>(ir::K
 // JLLM_GEMV_SPREAD, JLLM_GEMV_LATE_NORM, JLLM_GEMV_LAZY_SCALE, JLLM_GEMV_X_LANES, JLLM_GEMV_PAIRS, JLLM_GEMV_PAIRS_MIN_MIB;
 // JLLM_GEMM_MMA, JLLM_PREFETCH (lowering.h), JLLM_GEMM_BN, JLLM_GEMM_BM, JLLM_GEMM_XSPLIT,
 // JLLM_GEMM_MINB, JLLM_GEMM_PAIR; JLLM_ATTN_SPLITS, JLLM_ATTN_MINCHUNK, JLLM_ATTN_NW, JLLM_ATTN_RING,
-// JLLM_ATTN_AHEAD, JLLM_ATTN_DYNAMIC, JLLM_ATTN_MERGE_FIRST, JLLM_ATTN_MERGE_ONE_FENCE (decode attention). A value
+// JLLM_ATTN_AHEAD, JLLM_ATTN_DYNAMIC, JLLM_ATTN_MERGE_FIRST, JLLM_ATTN_MERGE_ONE_FENCE (decode attention);
+// JLLM_LOGITS_NORM. A value
 // that cannot be used is ignored with a warning.
 // GEMV (docs/PERF.md, "GEMV v3", "int16 activations", "shared-memory ring"): two rows (or the
 // same rows of gate and up) per warp item, their 16-byte steps staged through a ring of RING
@@ -195,6 +196,11 @@ constexpr int kHeadOpsWarps = 1;  // one head per CTA: the heads spread over SMs
 // too, with JLLM_ATTN_KERNEL=1, where it measured slower at stop 20) or after a head_ops launch
 // (0; also where attention_mma.cu cannot: a ring, grabs, int8 caches, n_rot not a multiple of 64).
 constexpr int kAttnFuseHead = 1;
+// The decode step's logits GEMV runs the final RMSNorm as its prologue (1: one launch fewer a
+// step, the norm's 256 threads no longer waiting on L2 behind the logits' ring prefetch) or after
+// an rms_norm launch (0). Prefill keeps the rms_norm launch (its GEMM and last-row GEMV read the
+// normed rows). JLLM_LOGITS_NORM.
+constexpr int kLogitsNorm = 1;
 constexpr int kEltThreads = 256;
 
 // Says on stderr, once per variable, that a tuning variable's value is not used and why.
@@ -843,11 +849,36 @@ class Lowerer {
     return absl::OkStatus();
   }
 
+  // Whether rms_norm node n is the decode logits GEMV's prologue (JLLM_LOGITS_NORM): its output
+  // is read by one logits node alone and is not a graph output, so no decode kernel needs it.
+  bool NormFoldedIntoLogits(const ir::Node& n) const {
+    if (TuningOverride("JLLM_LOGITS_NORM", kLogitsNorm, /*min=*/0, /*max=*/1) == 0) return false;
+    const ir::ValueId h = n.outputs[0];
+    if (std::find(g_.outputs.begin(), g_.outputs.end(), h) != g_.outputs.end()) return false;
+    int readers = 0, logits = 0;
+    for (const ir::Node& u : g_.nodes) {
+      for (ir::ValueId v : u.inputs) {
+        if (v != h) continue;
+        ++readers;
+        logits += u.op == OpKind::kLogits && u.inputs[0] == h;
+      }
+    }
+    return readers == 1 && logits == 1;
+  }
+
   absl::Status LowerLogits(const ir::Node& n, NodeLowering& nl) {
     const ir::WeightId w = n.weights[0];
     RETURN_IF_ERROR(CheckMatrix(W(w)));
     const Operand y = Operand::Value(n.outputs[0]);
-    nl.decode.push_back(Gemv({w}, Operand::Value(n.inputs[0]), Operand::None(), Operand::None(), {y}, 0, false));
+    const int norm_node = producer_[n.inputs[0]];
+    if (norm_node >= 0 && g_.nodes[norm_node].op == OpKind::kRmsNorm && NormFoldedIntoLogits(g_.nodes[norm_node])) {
+      const ir::Node& norm = g_.nodes[norm_node];
+      nl.decode.push_back(Gemv({w}, Operand::Value(norm.inputs[0]), Operand::Weight(norm.weights[0]), Operand::None(),
+                               {y}, norm.attrs_as<ir::RmsNormAttrs>().eps, false));
+      nl.extra_reads = {norm.inputs[0]};  // the residual stream, read here instead of by the norm
+    } else {
+      nl.decode.push_back(Gemv({w}, Operand::Value(n.inputs[0]), Operand::None(), Operand::None(), {y}, 0, false));
+    }
     nl.prefill.push_back(Gemv({w}, Operand::Value(n.inputs[0], /*last=*/true), Operand::None(),
                               Operand::None(), {y}, 0, false));
     nl.prefill_all_rows.push_back(Gemm(w, Operand::Value(n.inputs[0]), Operand::None(), y));
@@ -1173,7 +1204,7 @@ class Lowerer {
       case OpKind::kRmsNorm: {
         const Launch l = RmsNorm(Operand::Value(n.inputs[0]), n.weights[0], Operand::Value(n.outputs[0]),
                                  Width(n.inputs[0]), n.attrs_as<ir::RmsNormAttrs>().eps);
-        nl.decode.push_back(l);
+        if (!NormFoldedIntoLogits(n)) nl.decode.push_back(l);
         nl.prefill.push_back(l);
         return absl::OkStatus();
       }
