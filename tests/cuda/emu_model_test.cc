@@ -536,6 +536,55 @@ TEST(EmuModelTest, RetuneWithoutMemoryForItsScratchChangesNothing) {
   EXPECT_EQ(*after, *plain);
 }
 
+// RunnerOptions::decode_ahead: after a sampled decode step the next one is replayed before the
+// host has read the token. The tokens are those of one step at a time — continuing, after a
+// token the host forces (the step ahead ran on another token: dropped, its cache row written
+// again), with logits asked for (none ahead of it), and up to the context's last position
+// (nothing ahead past it) —, the logits bit for bit, and the two dropped steps are the only
+// extra launches.
+TEST(EmuModelTest, DecodeAheadGeneratesWhatOneStepAtATimeDoes) {
+  const ir::Graph graph = Lowered(true);
+  BlobWeightSource weights(Blob());
+  constexpr int64_t kContext = 24, kForced = 16, kLogitsAt = 19;
+  struct Run {
+    std::vector<int32_t> tokens;
+    std::vector<float> logits;
+    int64_t launches = 0, step_launches = 0;
+  };
+  auto generate = [&](bool ahead, Run& r) {
+    CudaBackendOptions o;
+    o.decode_ahead = ahead;
+    EmuDevice* emu = nullptr;
+    auto gpu = LoadEmulated(graph, weights, kContext, 16, o, {}, &emu);
+    ASSERT_TRUE(gpu.ok()) << gpu.status();
+    const SamplingParams greedy{.temperature = 0};
+    auto first = (*gpu)->Step(kHelloWorld, 0, StepOptions{.sampling = &greedy});
+    ASSERT_TRUE(first.ok()) << first.status();
+    int32_t token = *first;
+    for (int64_t pos = static_cast<int64_t>(kHelloWorld.size()); pos < kContext; ++pos) {
+      if (pos == kForced) token = 33;  // not what the step before sampled
+      StepOptions so{.sampling = &greedy};
+      if (pos == kLogitsAt) so.logits = &r.logits;
+      const int64_t before = emu->launches();
+      auto next = (*gpu)->Step(absl::MakeConstSpan(&token, 1), pos, so);
+      ASSERT_TRUE(next.ok()) << "position " << pos << ": " << next.status();
+      if (!ahead && r.step_launches == 0) r.step_launches = emu->launches() - before;
+      r.tokens.push_back(token = *next);
+    }
+    r.launches = emu->launches();
+  };
+  Run plain, ahead;
+  generate(false, plain);
+  generate(true, ahead);
+  ASSERT_EQ(plain.tokens.size(), static_cast<size_t>(kContext) - kHelloWorld.size());
+  EXPECT_EQ(ahead.tokens, plain.tokens);
+  ASSERT_FALSE(plain.logits.empty());
+  EXPECT_EQ(ahead.logits, plain.logits);
+  ASSERT_GT(plain.step_launches, 0);
+  // Dropped: the step ahead of the forced token's, and the one ahead of the logits' step.
+  EXPECT_EQ(ahead.launches, plain.launches + 2 * plain.step_launches);
+}
+
 TEST(EmuModelSessionTest, GeneratesCpuRefsTokensGreedyAndSeeded) {
   const ir::Graph graph = Lowered(true);
   for (const SamplingParams sampling :

@@ -33,6 +33,8 @@ absl::StatusOr<CudaOpened> OpenCudaBackend(const CudaOpenOptions& options) {
   CudaBackendOptions bo;
   const char* sync = std::getenv("JLLM_CUDA_SYNC");
   bo.debug_sync = options.debug_sync || (sync != nullptr && std::strcmp(sync, "1") == 0);
+  const char* ahead = std::getenv("JLLM_DECODE_AHEAD");  // an A/B switch: 0 waits for every step
+  bo.decode_ahead = ahead == nullptr || std::strcmp(ahead, "0") != 0;
   if (options.plan_cubins != nullptr && !options.plan_cubins->empty()) {
     auto it = options.plan_cubins->find(out.arch);
     if (it != options.plan_cubins->end()) {

@@ -291,9 +291,22 @@ absl::StatusOr<float> CudartDevice::ElapsedMs(EventHandle from, EventHandle to) 
 
 absl::Status CudartDevice::Synchronize(std::string_view what, double timeout_seconds) {
   JLLM_CUDA_RETURN_IF_ERROR(cudaEventRecord(sync_event_, stream_), absl::StrCat("waiting for ", Sv(what)));
+  return Poll(sync_event_, what, timeout_seconds);
+}
+
+absl::Status CudartDevice::WaitEvent(EventHandle e, std::string_view what, double timeout_seconds) {
+  if (e < 0 || e >= static_cast<EventHandle>(events_.size())) {
+    return absl::InvalidArgumentError(absl::StrCat("cuda: waiting for ", Sv(what), " on an event never created"));
+  }
+  return Poll(events_[e], what, timeout_seconds);
+}
+
+// Spins on the event (a blocking wait's wake-up is tens of microseconds, a decode step's
+// fraction) until it has passed, failed, or the deadline is gone.
+absl::Status CudartDevice::Poll(cudaEvent_t event, std::string_view what, double timeout_seconds) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
   while (true) {
-    const cudaError_t err = cudaEventQuery(sync_event_);
+    const cudaError_t err = cudaEventQuery(event);
     if (err == cudaSuccess) return absl::OkStatus();
     if (err != cudaErrorNotReady) return CudaStatus(err, what);
     if (std::chrono::steady_clock::now() > deadline) {

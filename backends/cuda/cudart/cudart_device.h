@@ -47,6 +47,7 @@ class CudartDevice : public DeviceApi {
   absl::StatusOr<EventHandle> CreateEvent() override;
   absl::Status Record(EventHandle e) override;
   absl::StatusOr<float> ElapsedMs(EventHandle from, EventHandle to) override;
+  absl::Status WaitEvent(EventHandle e, std::string_view what, double timeout_seconds) override;
   absl::Status Synchronize(std::string_view what, double timeout_seconds) override;
 
   int ordinal() const { return ordinal_; }
@@ -54,6 +55,7 @@ class CudartDevice : public DeviceApi {
   int from_plan() const { return from_plan_; }  // kernels taken from the plan's CUBINs
 
  private:
+  absl::Status Poll(cudaEvent_t event, std::string_view what, double timeout_seconds);
   CudartDevice(int ordinal, CubinCache cache) : ordinal_(ordinal), cache_(std::move(cache)) {}
   struct Kernel {
     CudaLibrary library;

@@ -27,6 +27,7 @@ class CudaBackend : public Backend {
     ro.max_context = options.max_context;
     ro.max_step_tokens = options.max_step_tokens;
     ro.debug_sync = options_.debug_sync;
+    ro.decode_ahead = options_.decode_ahead;
     ro.omit_kernels = options_.omit_kernels;
     ro.cubins = &options_.cubins;
     ro.tuning = &options_.tuning;

@@ -16,6 +16,7 @@ namespace jllm::cuda {
 
 struct CudaBackendOptions {
   bool debug_sync = false;  // see RunnerOptions::debug_sync
+  bool decode_ahead = true;  // see RunnerOptions::decode_ahead
   std::vector<std::string> omit_kernels;  // see RunnerOptions::omit_kernels
   // CUBINs from the plan for this device's architecture, by KernelSpec::ModuleKey().
   std::map<std::string, std::string> cubins;

@@ -99,6 +99,9 @@ class DeviceApi {
   virtual absl::Status Record(EventHandle e) = 0;
   // Milliseconds between two recorded events (after a Synchronize).
   virtual absl::StatusOr<float> ElapsedMs(EventHandle from, EventHandle to) = 0;
+  // Waits until event e, recorded on the stream, has passed (what the stream ran before it is
+  // done; what came after may still run), at most timeout_seconds; `what` names the wait.
+  virtual absl::Status WaitEvent(EventHandle e, std::string_view what, double timeout_seconds) = 0;
 
   // Waits for everything on the stream; a fault becomes an error naming `what`. Gives up with
   // DeadlineExceeded after `timeout_seconds` instead of hanging on a kernel that never ends.

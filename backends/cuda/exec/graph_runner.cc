@@ -30,9 +30,11 @@ GraphRunner::GraphRunner(const ir::Graph& graph, DeviceApi& device, const Runner
     : graph_(graph), device_(device), options_(options) {}
 
 GraphRunner::~GraphRunner() {
+  if (ahead_.in_flight) (void)device_.Synchronize("the decode step run ahead", options_.step_timeout_seconds);
   if (trace_ != nullptr) device_.SetTraceBuffer(nullptr);
   for (void* p : allocations_) device_.Free(p);
   if (host_state_ != nullptr) device_.FreeHost(host_state_);
+  if (host_steps_ != nullptr) device_.FreeHost(host_steps_);
   if (host_params_ != nullptr) device_.FreeHost(host_params_);
   if (host_inputs_ != nullptr) device_.FreeHost(host_inputs_);
 }
@@ -89,6 +91,7 @@ void GraphRunner::Release(void* p) {
 
 absl::Status GraphRunner::Relower(const TuningTable* tuning) {
   RETURN_IF_ERROR(broken_);  // its scratch is gone: only a new load helps
+  RETURN_IF_ERROR(DrainAhead());  // its kernels and scratch are about to change
   ASSIGN_OR_RETURN(LoweredGraph lowered, LowerGraph(graph_, tuning, options_.target));
   ASSIGN_OR_RETURN(MemoryPlan plan, PlanMemory(graph_, lowered, options_.max_context, options_.max_step_tokens));
   if (plan.weight_offset != plan_.weight_offset || plan.weight_bytes != plan_.weight_bytes ||
@@ -232,6 +235,12 @@ absl::Status GraphRunner::Allocate() {
   ASSIGN_OR_RETURN(void* hs, device_.AllocateHost(sizeof(StepState), "step state"));
   host_state_ = static_cast<StepState*>(hs);
   *host_state_ = StepState{};
+  ASSIGN_OR_RETURN(void* hd, device_.AllocateHost(2 * sizeof(StepState), "decode step states"));
+  host_steps_ = static_cast<StepState*>(hd);
+  host_steps_[0] = host_steps_[1] = StepState{};
+  for (EventHandle& event : step_copied_) {
+    ASSIGN_OR_RETURN(event, device_.CreateEvent());
+  }
   ASSIGN_OR_RETURN(void* hp, device_.AllocateHost(sizeof(SamplingParams), "sampler settings"));
   host_params_ = static_cast<SamplingParams*>(hp);
   ASSIGN_OR_RETURN(void* hi, device_.AllocateHost(2 * n_step * 4, "step inputs"));
@@ -385,6 +394,21 @@ absl::Status GraphRunner::RunAll(const std::vector<Planned>& launches, int64_t n
   return absl::OkStatus();
 }
 
+absl::Status GraphRunner::CopyStateToSlot(int slot) {
+  RETURN_IF_ERROR(device_.CopyToHost(&host_steps_[slot], buffers_.state, sizeof(StepState)));
+  return device_.Record(step_copied_[slot]);
+}
+
+absl::Status GraphRunner::DrainAhead() {
+  if (!ahead_.in_flight) return absl::OkStatus();
+  ahead_.in_flight = false;
+  state_valid_ = false;
+  RETURN_IF_ERROR(Finish("the decode step run ahead"));
+  *host_state_ = host_steps_[ahead_.slot];  // what the device state holds now
+  state_valid_ = (host_state_->error & kStepErrorTokenRange) == 0;
+  return absl::OkStatus();
+}
+
 absl::Status GraphRunner::Finish(std::string_view what) {
   absl::Status st = device_.Synchronize(what, options_.step_timeout_seconds);
   if (!st.ok() && !options_.debug_sync) {
@@ -414,23 +438,65 @@ absl::StatusOr<int32_t> GraphRunner::Step(absl::Span<const int32_t> tokens, int6
     return absl::FailedPreconditionError("cuda: the graph has no %logits output to sample from");
   }
   const bool sample = options.sampling != nullptr;
+  // The step in flight ahead is this one if it continues from the last: the token the last
+  // step sampled at the next position, with the same sampler settings and no logits to copy.
+  const bool claims_ahead = ahead_.in_flight && n == 1 && sample && options.logits == nullptr &&
+                            pos0 == ahead_.pos && tokens[0] == ahead_.token && params_valid_ &&
+                            *host_params_ == *options.sampling;
+  if (ahead_.in_flight && !claims_ahead) RETURN_IF_ERROR(DrainAhead());
   if (sample) RETURN_IF_ERROR(UploadSampling(*options.sampling));
   const bool all_rows = options.logits != nullptr && options.rows == LogitsRows::kAll && n > 1;
   if (all_rows) RETURN_IF_ERROR(EnsureAllLogits());
   filled_ = std::min(filled_, pos0);  // the step overwrites the cache from pos0 on
 
   if (n == 1) {
-    // Decode: the state already holds the token and position when the host feeds back the
-    // last sample (the common case); otherwise 16 bytes go up first.
-    if (!state_valid_ || host_state_->token != tokens[0] || host_state_->pos != pos0) {
-      RETURN_IF_ERROR(UploadState(tokens[0], pos0));
-    }
-    if (options_.debug_sync) {
-      RETURN_IF_ERROR(RunAll(StepLaunches(1, sample, false), 1));
+    int slot = 0;  // the pinned slot this step's state lands in
+    if (claims_ahead) {
+      slot = ahead_.slot;
+      ahead_.in_flight = false;
     } else {
+      // Decode: the state already holds the token and position when the host feeds back the
+      // last sample (the common case); otherwise 16 bytes go up first.
+      if (!state_valid_ || host_state_->token != tokens[0] || host_state_->pos != pos0) {
+        RETURN_IF_ERROR(UploadState(tokens[0], pos0));
+      }
+      if (options_.debug_sync) {
+        RETURN_IF_ERROR(RunAll(StepLaunches(1, sample, false), 1));
+      } else {
+        ASSIGN_OR_RETURN(const GraphHandle graph, DecodeGraph(sample));
+        RETURN_IF_ERROR(device_.Replay(graph));
+      }
+      RETURN_IF_ERROR(CopyStateToSlot(slot));
+    }
+    if (options.logits != nullptr) {  // (never with a step ahead: it would overwrite the row)
+      const int64_t vocab = graph_.type_of(lowered_.logits).shape.dims.back();
+      options.logits->resize(vocab);
+      RETURN_IF_ERROR(device_.CopyToHost(options.logits->data(), buffers_.logits_row, vocab * 4));
+    }
+    // The next step, on whatever token this one samples, while the host reads it.
+    if (options_.decode_ahead && sample && options.logits == nullptr && !options_.debug_sync &&
+        pos0 + 1 <= options_.max_context - 1) {
       ASSIGN_OR_RETURN(const GraphHandle graph, DecodeGraph(sample));
       RETURN_IF_ERROR(device_.Replay(graph));
+      RETURN_IF_ERROR(CopyStateToSlot(slot ^ 1));
+      ahead_ = Ahead{true, pos0 + 1, 0, slot ^ 1};
     }
+    absl::Status st = device_.WaitEvent(step_copied_[slot], "a decode step", options_.step_timeout_seconds);
+    if (!st.ok()) {
+      ahead_.in_flight = false;
+      state_valid_ = false;
+      return absl::Status(st.code(), absl::StrCat(st.message(), " (set JLLM_CUDA_SYNC=1 to find the kernel)"));
+    }
+    *host_state_ = host_steps_[slot];
+    state_valid_ = !ahead_.in_flight;  // with a step ahead the device state moves on
+    ahead_.token = host_state_->token;
+    if (host_state_->error & kStepErrorTokenRange) {
+      RETURN_IF_ERROR(DrainAhead());
+      state_valid_ = false;
+      return absl::OutOfRangeError("cuda: a token id of the step is outside the vocabulary");
+    }
+    filled_ = pos0 + 1;
+    return sample ? host_state_->token : -1;
   } else {
     for (int64_t t = 0; t < n; ++t) {
       host_inputs_[t] = tokens[t];
@@ -462,6 +528,7 @@ absl::StatusOr<int32_t> GraphRunner::Step(absl::Span<const int32_t> tokens, int6
 absl::StatusOr<std::vector<std::vector<float>>> GraphRunner::Evaluate(
     int64_t n_tokens, int64_t pos0, absl::Span<const NamedInput> inputs,
     absl::Span<const std::string> outputs) {
+  RETURN_IF_ERROR(DrainAhead());
   RETURN_IF_ERROR(CheckStep(n_tokens, pos0));
   filled_ = std::min(filled_, pos0);
   const Phase phase = n_tokens == 1 ? Phase::kDecode : Phase::kPrefill;
@@ -522,6 +589,7 @@ absl::StatusOr<std::vector<std::vector<float>>> GraphRunner::Evaluate(
 
 absl::StatusOr<std::vector<KernelTiming>> GraphRunner::Profile(absl::Span<const int32_t> tokens, int64_t pos0) {
   const int64_t n = static_cast<int64_t>(tokens.size());
+  RETURN_IF_ERROR(DrainAhead());
   RETURN_IF_ERROR(CheckStep(n, pos0));
   filled_ = std::min(filled_, pos0);
   if (n == 1) {

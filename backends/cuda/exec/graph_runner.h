@@ -41,6 +41,13 @@ struct RunnerOptions {
   // out of every step, so a benchmark shows what they cost inside the captured step
   // ($JLLM_OMIT=head_ops,attention_rows). The outputs are wrong while any is set.
   std::vector<std::string> omit_kernels;
+  // After a sampled decode step, the next one is replayed at once on the token its sampler left
+  // in the device state, before the host has read that token: the GPU does not idle while the
+  // host waits, reads and launches again. A call that does not continue from it (another token
+  // or position, other sampler settings, logits asked for, anything but a decode step) lets it
+  // finish and runs as without; its cache row lies past the filled positions until claimed.
+  // ($JLLM_DECODE_AHEAD=0: off.)
+  bool decode_ahead = true;
   // The GPU the kernels are lowered for (its shared memory per CTA; lowering_target.h).
   LoweringTarget target;
   // Per-shape GEMV knobs (lowering/tuning.h; null or empty: the heuristics).
@@ -96,6 +103,11 @@ class GraphRunner {
                                std::vector<KernelTiming>& timings);
   absl::Status RunAll(const std::vector<Planned>& launches, int64_t n);
   absl::Status Finish(std::string_view what);
+  // Decode ahead: waits for the step in flight, if any, and takes the device state it left as
+  // the host's (the next call that does not continue from it runs after it, as without).
+  absl::Status DrainAhead();
+  // Enqueues the state's copy into pinned slot `slot` and the event behind it.
+  absl::Status CopyStateToSlot(int slot);
   void* Alloc(size_t bytes, std::string_view what, absl::Status* status);
   // Frees an allocation of Alloc's (null: nothing).
   void Release(void* p);
@@ -115,6 +127,17 @@ class GraphRunner {
   int32_t* host_inputs_ = nullptr;  // tokens then positions, 2 x max_step_tokens
   bool params_valid_ = false;
   bool state_valid_ = false;
+  // Decode ahead (RunnerOptions::decode_ahead): the step replayed before the host read its
+  // token — its position, the token it runs on, the pinned slot its state lands in.
+  struct Ahead {
+    bool in_flight = false;
+    int64_t pos = 0;
+    int32_t token = 0;
+    int slot = 0;
+  };
+  Ahead ahead_;
+  StepState* host_steps_ = nullptr;      // pinned: two decode steps' states, this one's and the one ahead
+  EventHandle step_copied_[2] = {-1, -1};  // recorded behind each slot's copy
   int graph_plain_ = -1, graph_sample_ = -1;
   // JLLM_TRACE: the step's trace buffer (kernels/kernel_trace.h), records for a 14b step and more.
   static constexpr uint64_t kTraceRecords = uint64_t{1} << 17;
