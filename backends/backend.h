@@ -124,6 +124,12 @@ class Backend {
   virtual absl::StatusOr<int32_t> Step(absl::Span<const int32_t> tokens, int64_t pos0,
                                        const StepOptions& options) = 0;
 
+  // Waits for work the backend runs ahead of the host — the CUDA backend's next decode step,
+  // replayed before the host read the last token (RunnerOptions::decode_ahead) —, so that what
+  // follows (a timer's start) does not pay for it; a step waited for this way is dropped (the
+  // next Step runs it again). Nothing to wait for by default.
+  virtual absl::Status Wait() { return absl::OkStatus(); }
+
   // Step without sampling, the logits to `logits` (f32 [rows × n_vocab]).
   absl::Status Forward(absl::Span<const int32_t> tokens, int64_t pos0, LogitsRows rows,
                        std::vector<float>* logits);

@@ -539,13 +539,13 @@ TEST(EmuModelTest, RetuneWithoutMemoryForItsScratchChangesNothing) {
 // RunnerOptions::decode_ahead: after a sampled decode step the next one is replayed before the
 // host has read the token. The tokens are those of one step at a time — continuing, after a
 // token the host forces (the step ahead ran on another token: dropped, its cache row written
-// again), with logits asked for (none ahead of it), and up to the context's last position
-// (nothing ahead past it) —, the logits bit for bit, and the two dropped steps are the only
-// extra launches.
+// again), with logits asked for (none ahead of it), after Backend::Wait (the step ahead
+// finished and dropped), and up to the context's last position (nothing ahead past it) —, the
+// logits bit for bit, and the three dropped steps are the only extra launches.
 TEST(EmuModelTest, DecodeAheadGeneratesWhatOneStepAtATimeDoes) {
   const ir::Graph graph = Lowered(true);
   BlobWeightSource weights(Blob());
-  constexpr int64_t kContext = 24, kForced = 16, kLogitsAt = 19;
+  constexpr int64_t kContext = 24, kForced = 16, kLogitsAt = 19, kWaitAt = 21;
   struct Run {
     std::vector<int32_t> tokens;
     std::vector<float> logits;
@@ -565,6 +565,7 @@ TEST(EmuModelTest, DecodeAheadGeneratesWhatOneStepAtATimeDoes) {
       if (pos == kForced) token = 33;  // not what the step before sampled
       StepOptions so{.sampling = &greedy};
       if (pos == kLogitsAt) so.logits = &r.logits;
+      if (pos == kWaitAt) ASSERT_TRUE((*gpu)->Wait().ok());  // the step ahead finishes, dropped
       const int64_t before = emu->launches();
       auto next = (*gpu)->Step(absl::MakeConstSpan(&token, 1), pos, so);
       ASSERT_TRUE(next.ok()) << "position " << pos << ": " << next.status();
@@ -581,8 +582,8 @@ TEST(EmuModelTest, DecodeAheadGeneratesWhatOneStepAtATimeDoes) {
   ASSERT_FALSE(plain.logits.empty());
   EXPECT_EQ(ahead.logits, plain.logits);
   ASSERT_GT(plain.step_launches, 0);
-  // Dropped: the step ahead of the forced token's, and the one ahead of the logits' step.
-  EXPECT_EQ(ahead.launches, plain.launches + 2 * plain.step_launches);
+  // Dropped: the steps ahead of the forced token's, of the logits' step and of Backend::Wait.
+  EXPECT_EQ(ahead.launches, plain.launches + 3 * plain.step_launches);
 }
 
 TEST(EmuModelSessionTest, GeneratesCpuRefsTokensGreedyAndSeeded) {

@@ -101,6 +101,8 @@ class CudaBackend : public Backend {
     return runner_->Step(tokens, pos0, options);
   }
 
+  absl::Status Wait() override { return runner_ ? runner_->Wait() : absl::OkStatus(); }
+
   absl::StatusOr<std::vector<std::vector<float>>> Evaluate(
       int64_t n_tokens, int64_t pos0, absl::Span<const NamedInput> inputs,
       absl::Span<const std::string> outputs) override {

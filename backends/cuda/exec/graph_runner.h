@@ -77,6 +77,8 @@ class GraphRunner {
                                                            absl::Span<const NamedInput> inputs,
                                                            absl::Span<const std::string> outputs);
   absl::StatusOr<std::vector<KernelTiming>> Profile(absl::Span<const int32_t> tokens, int64_t pos0);
+  // Waits for the decode step run ahead, if one is in flight (Backend::Wait).
+  absl::Status Wait() { return DrainAhead(); }
 
  private:
   GraphRunner(const ir::Graph& graph, DeviceApi& device, const RunnerOptions& options);
