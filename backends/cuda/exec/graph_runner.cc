@@ -460,6 +460,7 @@ absl::StatusOr<int32_t> GraphRunner::Step(absl::Span<const int32_t> tokens, int6
       if (!state_valid_ || host_state_->token != tokens[0] || host_state_->pos != pos0) {
         RETURN_IF_ERROR(UploadState(tokens[0], pos0));
       }
+      state_valid_ = false;  // the step moves the device state on (known again once it is read)
       if (options_.debug_sync) {
         RETURN_IF_ERROR(RunAll(StepLaunches(1, sample, false), 1));
       } else {

@@ -196,10 +196,10 @@ constexpr int kHeadOpsWarps = 1;  // one head per CTA: the heads spread over SMs
 // too, with JLLM_ATTN_KERNEL=1, where it measured slower at stop 20) or after a head_ops launch
 // (0; also where attention_mma.cu cannot: a ring, grabs, int8 caches, n_rot not a multiple of 64).
 constexpr int kAttnFuseHead = 1;
-// The decode step's logits GEMV runs the final RMSNorm as its prologue (1: one launch fewer a
-// step, the norm's 256 threads no longer waiting on L2 behind the logits' ring prefetch) or after
-// an rms_norm launch (0). Prefill keeps the rms_norm launch (its GEMM and last-row GEMV read the
-// normed rows). JLLM_LOGITS_NORM.
+// The decode step's logits GEMV runs the final RMSNorm as its prologue (1, the default since stop
+// 34: one launch a step fewer, the rms_norm that took ~10 µs of the 4b step's critical path; H100
+// tg128 4b +1.4 %, 0.6b +0.7 %; docs/PERF.md) or after an rms_norm launch (0). Prefill keeps the
+// rms_norm launch (its GEMM and last-row GEMV read the normed rows). JLLM_LOGITS_NORM.
 constexpr int kLogitsNorm = 1;
 constexpr int kEltThreads = 256;
 
