@@ -292,6 +292,7 @@ class Lowerer {
   absl::StatusOr<LoweredGraph> Run() {
     out_.nodes.resize(g_.nodes.size());
     producer_ = g_.ProducerIndex();
+    users_ = g_.Users();
     for (ir::ValueId v : g_.outputs) {
       if (g_.name_of(v) == ir::kLogitsOutput) out_.logits = v;
     }
@@ -855,15 +856,8 @@ class Lowerer {
     if (TuningOverride("JLLM_LOGITS_NORM", kLogitsNorm, /*min=*/0, /*max=*/1) == 0) return false;
     const ir::ValueId h = n.outputs[0];
     if (std::find(g_.outputs.begin(), g_.outputs.end(), h) != g_.outputs.end()) return false;
-    int readers = 0, logits = 0;
-    for (const ir::Node& u : g_.nodes) {
-      for (ir::ValueId v : u.inputs) {
-        if (v != h) continue;
-        ++readers;
-        logits += u.op == OpKind::kLogits && u.inputs[0] == h;
-      }
-    }
-    return readers == 1 && logits == 1;
+    const std::vector<int>& readers = users_[h];
+    return readers.size() == 1 && g_.nodes[readers[0]].op == OpKind::kLogits && g_.nodes[readers[0]].inputs[0] == h;
   }
 
   absl::Status LowerLogits(const ir::Node& n, NodeLowering& nl) {
@@ -1246,6 +1240,7 @@ class Lowerer {
   const LoweringTarget target_;        // the GPU the kernels must fit
   std::set<std::string> used_keys_;    // the GEMV shapes lowered (with a table)
   std::vector<int> producer_;  // per value: the node producing it, or -1
+  std::vector<std::vector<int>> users_;  // per value: the nodes reading it
   LoweredGraph out_;
   int node_ = 0;
   int fused_head_node_ = -1;  // the head op node whose decode launch is a QKV GEMV's tail
