@@ -36,6 +36,9 @@ struct SamplingParams {
   bool Penalizes() const {
     return repeat_last_n > 0 && (repeat_penalty != 1.0f || presence_penalty != 0.0f || frequency_penalty != 0.0f);
   }
+  // A draw that is the arg-max of the raw logits: greedy, and no penalty moves a logit. (The CUDA
+  // backend then needs no sampler pass over the row: the logits GEMV draws in its epilogue.)
+  bool GreedyWithoutPenalties() const { return !(temperature > 0.0f) && !Penalizes(); }
 };
 
 // SplitMix64's finalizer: a bijective 64-bit mix.

@@ -586,6 +586,58 @@ TEST(EmuModelTest, DecodeAheadGeneratesWhatOneStepAtATimeDoes) {
   EXPECT_EQ(ahead.launches, plain.launches + 3 * plain.step_launches);
 }
 
+// JLLM_GREEDY_LOGITS (on by default): a greedy step without penalties draws in the logits GEMV's
+// epilogue, with no sampler launch; every other draw runs the sampler. Against the sampler alone
+// (the switch at 0): the same tokens and logits through greedy steps, a logits step, a seeded
+// draw and a greedy one with a repetition penalty (the runner changes graphs at each), and
+// exactly one launch a greedy step fewer.
+TEST(EmuModelTest, GreedyStepsDrawInTheLogitsGemvAsTheSamplerDoes) {
+  const ir::Graph graph = Lowered(true);
+  BlobWeightSource weights(Blob());
+  constexpr int64_t kContext = 26, kLogitsAt = 15, kSeededAt = 17, kPenaltyAt = 19;
+  struct Run {
+    std::vector<int32_t> tokens;
+    std::vector<float> logits;
+    std::vector<int64_t> launches;  // a step's
+  };
+  auto generate = [&](const char* greedy_logits, Run& r) {
+    ::jllm::testing::ScopedEnv env(std::vector<std::pair<std::string, std::string>>{{"JLLM_GREEDY_LOGITS", greedy_logits}});
+    CudaBackendOptions o;
+    o.decode_ahead = false;  // one step's launches at a time
+    EmuDevice* emu = nullptr;
+    auto gpu = LoadEmulated(graph, weights, kContext, 16, o, {}, &emu);
+    ASSERT_TRUE(gpu.ok()) << gpu.status();
+    const SamplingParams greedy{.temperature = 0};
+    const SamplingParams seeded{.temperature = 0.9f, .top_k = 20, .seed = 99};
+    const SamplingParams penalized{.temperature = 0, .repeat_penalty = 1.5f, .repeat_last_n = 16};
+    auto first = (*gpu)->Step(kHelloWorld, 0, StepOptions{.sampling = &greedy});
+    ASSERT_TRUE(first.ok()) << first.status();
+    int32_t token = *first;
+    for (int64_t pos = static_cast<int64_t>(kHelloWorld.size()); pos < kContext; ++pos) {
+      StepOptions so{.sampling = pos == kSeededAt ? &seeded : pos == kPenaltyAt ? &penalized : &greedy};
+      if (pos == kLogitsAt) so.logits = &r.logits;
+      const int64_t before = emu->launches();
+      auto next = (*gpu)->Step(absl::MakeConstSpan(&token, 1), pos, so);
+      ASSERT_TRUE(next.ok()) << "position " << pos << ": " << next.status();
+      r.launches.push_back(emu->launches() - before);
+      r.tokens.push_back(token = *next);
+    }
+  };
+  Run sampler, gemv;
+  generate("0", sampler);
+  generate("1", gemv);
+  ASSERT_EQ(sampler.tokens.size(), static_cast<size_t>(kContext) - kHelloWorld.size());
+  EXPECT_EQ(gemv.tokens, sampler.tokens);
+  ASSERT_FALSE(sampler.logits.empty());
+  EXPECT_EQ(gemv.logits, sampler.logits);
+  ASSERT_EQ(gemv.launches.size(), sampler.launches.size());
+  for (size_t i = 0; i < gemv.launches.size(); ++i) {
+    const int64_t pos = static_cast<int64_t>(kHelloWorld.size() + i);
+    const bool drawn_by_gemv = pos != kSeededAt && pos != kPenaltyAt;
+    EXPECT_EQ(gemv.launches[i], sampler.launches[i] - (drawn_by_gemv ? 1 : 0)) << "position " << pos;
+  }
+}
+
 TEST(EmuModelSessionTest, GeneratesCpuRefsTokensGreedyAndSeeded) {
   const ir::Graph graph = Lowered(true);
   for (const SamplingParams sampling :

@@ -708,6 +708,58 @@ TEST(Lowering, FinalNormIsTheDecodeLogitsGemvsPrologue) {
   }
 }
 
+// JLLM_GREEDY_LOGITS (on by default): the logits node gets a second decode GEMV for greedy steps,
+// the same kernel and operands as its decode launch plus the draw (JLLM_ARGMAX, "+argmax"); the
+// sampler stays for every other draw. At 0, none.
+TEST(Lowering, GreedyStepsDrawInTheLogitsGemv) {
+  auto g = testing::PresetGraph("0.6b");
+  ASSERT_TRUE(g.ok()) << g.status();
+  int logits = -1;
+  for (size_t i = 0; i < g->nodes.size(); ++i) {
+    if (g->nodes[i].op == ir::OpKind::kLogits) logits = static_cast<int>(i);
+  }
+  ASSERT_GE(logits, 0);
+  for (const char* value : {"", "1", "0"}) {
+    SCOPED_TRACE(absl::StrCat("JLLM_GREEDY_LOGITS=", value));
+    std::optional<::jllm::testing::ScopedEnv> env;
+    if (*value != '\0') env.emplace(std::vector<std::pair<std::string, std::string>>{{"JLLM_GREEDY_LOGITS", value}});
+    const bool on = std::string(value) != "0";
+    auto lg = LowerGraph(*g);
+    ASSERT_TRUE(lg.ok()) << lg.status();
+    EXPECT_GE(lg->sample.spec, 0);  // the sampler is there either way
+    int argmax_specs = 0;
+    for (const KernelSpec& s : lg->specs) argmax_specs += absl::StrContains(s.defines, "JLLM_ARGMAX");
+    if (!on) {
+      EXPECT_EQ(lg->greedy_logits.spec, -1);
+      EXPECT_EQ(lg->greedy_node, -1);
+      EXPECT_EQ(argmax_specs, 0);
+      continue;
+    }
+    EXPECT_EQ(argmax_specs, 1);
+    ASSERT_EQ(lg->greedy_node, logits);
+    ASSERT_EQ(lg->nodes[logits].decode.size(), 1u);
+    const Launch& plain = lg->nodes[logits].decode[0];
+    const Launch& greedy = lg->greedy_logits;
+    ASSERT_EQ(greedy.kind, LaunchKind::kGemv);
+    ASSERT_NE(greedy.spec, plain.spec);
+    const KernelSpec& ps = lg->specs[plain.spec];
+    const KernelSpec& gs = lg->specs[greedy.spec];
+    EXPECT_EQ(Define(gs, "JLLM_ARGMAX"), "1");
+    EXPECT_EQ(Define(ps, "JLLM_ARGMAX"), "");
+    EXPECT_EQ(gs.label, ps.label + " +argmax");
+    EXPECT_EQ(Define(gs, "JLLM_NORM"), Define(ps, "JLLM_NORM"));
+    EXPECT_EQ(Define(gs, "JLLM_KSPLIT"), Define(ps, "JLLM_KSPLIT"));
+    EXPECT_EQ(gs.grid_x, ps.grid_x);
+    ASSERT_EQ(greedy.ops.size(), plain.ops.size());
+    for (size_t i = 0; i < greedy.ops.size(); ++i) {
+      EXPECT_EQ(greedy.ops[i].kind, plain.ops[i].kind) << "slot " << i;
+      EXPECT_EQ(greedy.ops[i].id, plain.ops[i].id) << "slot " << i;
+    }
+    EXPECT_FLOAT_EQ(greedy.p0, plain.p0);
+    EXPECT_EQ(greedy.tune_key, plain.tune_key);
+  }
+}
+
 // JLLM_GEMV_TMA (on by default): every decode GEMV of the 4b preset reads its ring through
 // tensor maps, one a matrix with the box of an item's rows × a step, and takes the alignment
 // slack; never with the switch at 0, on a target without tensor-map copies, with cp.async, or

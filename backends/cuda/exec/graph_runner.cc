@@ -150,10 +150,10 @@ absl::Status GraphRunner::Relower(const TuningTable* tuning) {
   plan_.workspace_counters = std::max(plan_.workspace_counters, plan.workspace_counters);
   plan_.other_bytes = std::max(plan_.other_bytes, plan.other_bytes);
   // The captured steps launch the old kernels: freed, and captured again at the next step.
-  for (int g : {graph_plain_, graph_sample_}) {
+  for (int& g : graphs_) {
     if (g >= 0) device_.DestroyGraph(g);
+    g = -1;
   }
-  graph_plain_ = graph_sample_ = -1;
   return absl::OkStatus();
 }
 
@@ -352,9 +352,16 @@ absl::Status GraphRunner::UploadSampling(const SamplingParams& params) {
   return absl::OkStatus();
 }
 
-std::vector<GraphRunner::Planned> GraphRunner::StepLaunches(int64_t n, bool sample, bool all_rows) const {
+GraphRunner::Draw GraphRunner::DrawOf(const SamplingParams* params, int64_t n) const {
+  if (params == nullptr || lowered_.sample.spec < 0) return Draw::kNone;
+  const bool greedy_gemv = n == 1 && lowered_.greedy_logits.spec >= 0 && params->GreedyWithoutPenalties();
+  return greedy_gemv ? Draw::kGreedyLogits : Draw::kSampler;
+}
+
+std::vector<GraphRunner::Planned> GraphRunner::StepLaunches(int64_t n, Draw draw, bool all_rows) const {
   std::vector<Planned> out;
   const Phase phase = n == 1 ? Phase::kDecode : Phase::kPrefill;
+  const bool greedy_gemv = draw == Draw::kGreedyLogits && phase == Phase::kDecode;
   auto add = [&](const Launch& l, int node, Phase ph) {
     const std::string& label = lowered_.specs[l.spec].label;
     for (const std::string& omit : options_.omit_kernels) {
@@ -364,12 +371,16 @@ std::vector<GraphRunner::Planned> GraphRunner::StepLaunches(int64_t n, bool samp
   };
   for (size_t i = 0; i < lowered_.nodes.size(); ++i) {
     const NodeLowering& nl = lowered_.nodes[i];
+    if (greedy_gemv && static_cast<int>(i) == lowered_.greedy_node) {
+      add(lowered_.greedy_logits, static_cast<int>(i), phase);  // draws the token itself
+      continue;
+    }
     for (const Launch& l : phase == Phase::kDecode ? nl.decode : nl.prefill) add(l, static_cast<int>(i), phase);
     if (all_rows) {
       for (const Launch& l : nl.prefill_all_rows) add(l, static_cast<int>(i), Phase::kPrefillAllRows);
     }
   }
-  if (sample && lowered_.sample.spec >= 0) add(lowered_.sample, -1, phase);
+  if (draw != Draw::kNone && !greedy_gemv) add(lowered_.sample, -1, phase);
   return out;
 }
 
@@ -417,11 +428,11 @@ absl::Status GraphRunner::Finish(std::string_view what) {
   return st;
 }
 
-absl::StatusOr<GraphHandle> GraphRunner::DecodeGraph(bool sample) {
-  int& graph = sample ? graph_sample_ : graph_plain_;
+absl::StatusOr<GraphHandle> GraphRunner::DecodeGraph(Draw draw) {
+  int& graph = graphs_[static_cast<int>(draw)];
   if (graph < 0) {
     RETURN_IF_ERROR(device_.BeginCapture());
-    absl::Status st = RunAll(StepLaunches(1, sample, false), 1);
+    absl::Status st = RunAll(StepLaunches(1, draw, false), 1);
     absl::StatusOr<GraphHandle> g = device_.EndCapture();
     RETURN_IF_ERROR(st);
     RETURN_IF_ERROR(g.status());
@@ -438,6 +449,7 @@ absl::StatusOr<int32_t> GraphRunner::Step(absl::Span<const int32_t> tokens, int6
     return absl::FailedPreconditionError("cuda: the graph has no %logits output to sample from");
   }
   const bool sample = options.sampling != nullptr;
+  const Draw draw = DrawOf(options.sampling, n);
   // The step in flight ahead is this one if it continues from the last: the token the last
   // step sampled at the next position, with the same sampler settings and no logits to copy.
   const bool claims_ahead = ahead_.in_flight && n == 1 && sample && options.logits == nullptr &&
@@ -462,9 +474,9 @@ absl::StatusOr<int32_t> GraphRunner::Step(absl::Span<const int32_t> tokens, int6
       }
       state_valid_ = false;  // the step moves the device state on (known again once it is read)
       if (options_.debug_sync) {
-        RETURN_IF_ERROR(RunAll(StepLaunches(1, sample, false), 1));
+        RETURN_IF_ERROR(RunAll(StepLaunches(1, draw, false), 1));
       } else {
-        ASSIGN_OR_RETURN(const GraphHandle graph, DecodeGraph(sample));
+        ASSIGN_OR_RETURN(const GraphHandle graph, DecodeGraph(draw));
         RETURN_IF_ERROR(device_.Replay(graph));
       }
       RETURN_IF_ERROR(CopyStateToSlot(slot));
@@ -477,7 +489,7 @@ absl::StatusOr<int32_t> GraphRunner::Step(absl::Span<const int32_t> tokens, int6
     // The next step, on whatever token this one samples, while the host reads it.
     if (options_.decode_ahead && sample && options.logits == nullptr && !options_.debug_sync &&
         pos0 + 1 <= options_.max_context - 1) {
-      ASSIGN_OR_RETURN(const GraphHandle graph, DecodeGraph(sample));
+      ASSIGN_OR_RETURN(const GraphHandle graph, DecodeGraph(draw));
       RETURN_IF_ERROR(device_.Replay(graph));
       RETURN_IF_ERROR(CopyStateToSlot(slot ^ 1));
       ahead_ = Ahead{true, pos0 + 1, 0, slot ^ 1};
@@ -506,7 +518,7 @@ absl::StatusOr<int32_t> GraphRunner::Step(absl::Span<const int32_t> tokens, int6
     RETURN_IF_ERROR(device_.CopyToDevice(buffers_.tokens, host_inputs_, n * 4));
     RETURN_IF_ERROR(device_.CopyToDevice(buffers_.positions, host_inputs_ + options_.max_step_tokens, n * 4));
     RETURN_IF_ERROR(UploadState(tokens[n - 1], pos0 + n - 1));
-    RETURN_IF_ERROR(RunAll(StepLaunches(n, sample, all_rows), n));
+    RETURN_IF_ERROR(RunAll(StepLaunches(n, draw, all_rows), n));
   }
   RETURN_IF_ERROR(device_.CopyToHost(host_state_, buffers_.state, sizeof(StepState)));
   if (options.logits != nullptr) {
@@ -604,7 +616,8 @@ absl::StatusOr<std::vector<KernelTiming>> GraphRunner::Profile(absl::Span<const 
     RETURN_IF_ERROR(device_.CopyToDevice(buffers_.positions, host_inputs_ + options_.max_step_tokens, n * 4));
     RETURN_IF_ERROR(UploadState(tokens[n - 1], pos0 + n - 1));
   }
-  const std::vector<Planned> launches = StepLaunches(n, /*sample=*/lowered_.sample.spec >= 0 && params_valid_, false);
+  const Draw draw = DrawOf(params_valid_ ? host_params_ : nullptr, n);
+  const std::vector<Planned> launches = StepLaunches(n, draw, false);
   // A warm-up pass first: a kernel's first launch loads its module (CUDA loads lazily), which
   // is not the kernel's time.
   RETURN_IF_ERROR(RunAll(launches, n));
@@ -636,16 +649,17 @@ absl::StatusOr<std::vector<KernelTiming>> GraphRunner::Profile(absl::Span<const 
     it->bytes += spec.weight_bytes + spec.bytes_per_token * n + spec.kv_bytes_per_position * attended;
     it->flops += spec.flops_per_token * n;
   }
-  if (trace_ != nullptr && n == 1 && !options_.debug_sync) RETURN_IF_ERROR(TraceDecodeStep(launches, tokens[0], pos0, out));
+  if (trace_ != nullptr && n == 1 && !options_.debug_sync) {
+    RETURN_IF_ERROR(TraceDecodeStep(launches, draw, tokens[0], pos0, out));
+  }
   return out;
 }
 
-absl::Status GraphRunner::TraceDecodeStep(const std::vector<Planned>& launches, int32_t token, int64_t pos,
-                                          std::vector<KernelTiming>& timings) {
+absl::Status GraphRunner::TraceDecodeStep(const std::vector<Planned>& launches, Draw draw, int32_t token,
+                                          int64_t pos, std::vector<KernelTiming>& timings) {
   // The step again as the decode graph replays it (programmatic dependent launch overlapping its
   // kernels), every CTA stamping its record.
-  const bool sample = !launches.empty() && launches.back().node < 0;
-  ASSIGN_OR_RETURN(const GraphHandle graph, DecodeGraph(sample));
+  ASSIGN_OR_RETURN(const GraphHandle graph, DecodeGraph(draw));
   RETURN_IF_ERROR(UploadState(token, pos));
   const uint64_t header[2] = {0, kTraceRecords};
   RETURN_IF_ERROR(device_.CopyToDevice(trace_, header, sizeof(header)));

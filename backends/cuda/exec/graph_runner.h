@@ -95,13 +95,17 @@ class GraphRunner {
     int node;
     Phase phase;
   };
-  std::vector<Planned> StepLaunches(int64_t n, bool sample, bool all_rows) const;
+  // How a step draws its token: not at all (logits only), by the sampler after the logits, or
+  // (a decode step, greedy without penalties, LoweredGraph::greedy_logits) by the logits GEMV.
+  enum class Draw { kNone, kSampler, kGreedyLogits };
+  Draw DrawOf(const SamplingParams* params, int64_t n) const;
+  std::vector<Planned> StepLaunches(int64_t n, Draw draw, bool all_rows) const;
   absl::Status Run(const Planned& p, int64_t n);
-  // The captured decode step (with the sampler or without), capturing it on first use.
-  absl::StatusOr<GraphHandle> DecodeGraph(bool sample);
+  // The captured decode step drawing as `draw` does, capturing it on first use.
+  absl::StatusOr<GraphHandle> DecodeGraph(Draw draw);
   // JLLM_TRACE: replays `launches` (a decode step's) as the decode graph, traced, and adds each
   // kernel's times on the step's timeline to its timing.
-  absl::Status TraceDecodeStep(const std::vector<Planned>& launches, int32_t token, int64_t pos,
+  absl::Status TraceDecodeStep(const std::vector<Planned>& launches, Draw draw, int32_t token, int64_t pos,
                                std::vector<KernelTiming>& timings);
   absl::Status RunAll(const std::vector<Planned>& launches, int64_t n);
   absl::Status Finish(std::string_view what);
@@ -140,7 +144,7 @@ class GraphRunner {
   Ahead ahead_;
   StepState* host_steps_ = nullptr;      // pinned: two decode steps' states, this one's and the one ahead
   EventHandle step_copied_[2] = {-1, -1};  // recorded behind each slot's copy
-  int graph_plain_ = -1, graph_sample_ = -1;
+  int graphs_[3] = {-1, -1, -1};  // by Draw
   // JLLM_TRACE: the step's trace buffer (kernels/kernel_trace.h), records for a 14b step and more.
   static constexpr uint64_t kTraceRecords = uint64_t{1} << 17;
   uint64_t* trace_ = nullptr;

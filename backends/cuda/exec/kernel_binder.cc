@@ -134,6 +134,10 @@ absl::StatusOr<std::vector<uint8_t>> BindArgs(const ir::Graph& graph, const Memo
       a.partials = b.workspace;
       a.counters = b.counters;
       a.eps = l.p0;
+      // JLLM_ARGMAX (LoweredGraph::greedy_logits): the sampler's scratch and the step state.
+      a.draw_keys = reinterpret_cast<unsigned long long*>(b.sample_weights);
+      a.draw_stamps = b.sample_stamps;
+      a.state = b.state;
       if (l.ops[slot::kGemvHeadCache].present()) {  // the head ops in the tail, on y[0..2]
         FusedHeadArgs& h = a.head;
         h.xq = a.y[0];

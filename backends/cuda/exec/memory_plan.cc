@@ -208,6 +208,7 @@ absl::StatusOr<MemoryPlan> PlanMemory(const ir::Graph& g, const LoweredGraph& lo
       for (const Launch& l : nl.prefill) f(l);
       for (const Launch& l : nl.prefill_all_rows) f(l);
     }
+    f(lowered.greedy_logits);  // (spec -1 where there is none: no scratch)
   };
   all_launches([&](const Launch& l) {
     p.workspace_floats = std::max(p.workspace_floats, l.workspace_floats);

@@ -51,11 +51,16 @@
 // each item's writer adds its rows to its head's ticket, and the warp that completes a head
 // transforms it (head_transform.cuh) into yq or the caches: one kernel a layer fewer; with
 // JLLM_HEAD_D, JLLM_NROT and JLLM_KV, the cache element type), JLLM_XLANES (1, 2 or 4: lanes that
-// quantize one run of 16 columns of x as it is staged, each 16 / XLANES of them).
+// quantize one run of 16 columns of x as it is staged, each 16 / XLANES of them), JLLM_ARGMAX (1:
+// the decode logits of a greedy step — the kernel also draws the next token, as sample.cu's greedy
+// path would: each warp keeps the best key (draw_keys.cuh) of the rows it writes, the CTA the best
+// of its warps, and the last CTA to finish the best of all, which advances the step state; one
+// launch and one pass over the row fewer a step).
 //
 // Lanes and rows: a member's row is read by LPR lanes (32, or 8 for pairs), each RPL rows
 // (JLLM_R, or 1 for pairs) per step; lane l reads unit l mod LPR of the step's rows
 // row0 + l / LPR + (32 / LPR)·r, r < RPL, and an item is 32 / LPR · RPL rows.
+#include "draw_keys.cuh"
 #include "kernel_args.h"
 #include "launch_geometry.h"
 #include "head_transform.cuh"
@@ -87,6 +92,10 @@ constexpr bool kGammaEarly = kNorm && JLLM_GAMMA_EARLY;
 #define JLLM_LAZY_SCALE 0
 #endif
 constexpr bool kLazyScale = kLateNorm && JLLM_LAZY_SCALE;
+#ifndef JLLM_ARGMAX
+#define JLLM_ARGMAX 0
+#endif
+constexpr bool kArgmax = JLLM_ARGMAX;
 #ifndef JLLM_EARLY_SLOTS
 #define JLLM_EARLY_SLOTS (JLLM_RING > 0 ? JLLM_RING - 1 : 0)
 #endif
@@ -195,12 +204,22 @@ constexpr int MaxItemRows(int m) { return m == 0 ? ItemRows(0) : (ItemRows(m) > 
 constexpr int kHeadRows = MaxItemRows(kMemberGroups - 1);
 // The CTA's static shared memory, one instance for all member groups, as launch_geometry.h
 // counts it (GemvStaticSmemBytes; the lowering leaves kStaticSmemReserve for it).
-struct CtaShared {
+// ARGMAX: each warp's best key so far (nothing otherwise: an empty base takes no bytes).
+template <bool kOn>
+struct BestKeys {
+  jllm_u64 best[kNw];
+  __device__ jllm_u64* best_keys() { return best; }
+};
+template <>
+struct BestKeys<false> {
+  __device__ jllm_u64* best_keys() { return nullptr; }
+};
+struct CtaShared : BestKeys<kArgmax> {
   double scratch[32];  // StageX: a warp's Σx²
   // SPREAD: heads[w][j][o], row o of the item (o = row - row0) of matrix j as warp w left it.
   float heads[kSpread ? kNw : 1][kMembersPerItem][kHeadRows];
 };
-static_assert(sizeof(CtaShared) == geo::GemvStaticSmemBytes(kNw, kSpread, kMembersPerItem, kHeadRows),
+static_assert(sizeof(CtaShared) == geo::GemvStaticSmemBytes(kNw, kSpread, kMembersPerItem, kHeadRows, kArgmax),
               "launch_geometry.h counts the GEMV's static shared memory");
 static_assert(sizeof(CtaShared) <= geo::kStaticSmemReserve, "the lowering's reserve holds the static arrays");
 
@@ -220,6 +239,7 @@ static_assert(!(PairUnits(0) || PairUnits(1) || PairUnits(2)) || kXPlanes > 0, "
 static_assert(!kHead || (kNm == 3 && !kSwiglu && !kResidual && kRows[0] % kHeadD == 0 && kRows[1] == kRows[2] &&
                          kRows[1] % kHeadD == 0 && (kHeadRot / 2) % 32 == 0),
               "HEAD: a QKV triple of whole heads, rotated in registers (n_rot / 2 a multiple of 32)");
+static_assert(!kArgmax || (kNm == 1 && !kSwiglu && !kResidual && !kHead), "ARGMAX: the logits, one matrix as it is");
 
 struct Range {
   int begin, end;  // items [begin, end) of this CTA
@@ -576,10 +596,25 @@ __device__ __forceinline__ void HeadTail(const jllm::cuda::GemvArgs& args, int r
 // y (or the partial sums) of the item of member-group kM at row0, split `split`. `residual` is
 // residual[WriterRow] (RESIDUAL), loaded when the item began; `x_scale` is StageX's factor (the
 // RMS scale with LATE_NORM, which has no K split).
+// ARGMAX: the warp's best key takes the rows its lanes just wrote (y, or nothing where row < 0).
+__device__ __forceinline__ void NoteBest(int row, float y, CtaShared& cs) {
+  if constexpr (kArgmax) {
+    const jllm_u64 k = jllm_kernels::WarpMaxKey(row >= 0 ? jllm_kernels::DrawKeyOf(y, row) : 0ull);
+    const int warp = threadIdx.x >> 5;
+    jllm_u64* best = cs.best_keys();
+    if ((threadIdx.x & 31) == 0 && k > best[warp]) best[warp] = k;
+  }
+}
+
+// ARGMAX: the ticket of the draw's CTAs, where sample.cu keeps its own.
+__device__ __forceinline__ unsigned* DrawTicket(const jllm::cuda::GemvArgs& args) {
+  return args.draw_stamps + geo::SampleTicketWord(kRows[0]);
+}
+
 template <int kM>
 __device__ __forceinline__ void Finish(const jllm::cuda::GemvArgs& args, int split, int rg, int row0,
                                        const float (&acc)[kMembersPerItem][RowsPerLane(kM)], float residual,
-                                       float x_scale) {
+                                       float x_scale, CtaShared& cs) {
   constexpr int kRpl = RowsPerLane(kM), kLpr = Lpr(kM);
   const int lane = threadIdx.x & 31;
   float sums[kMembersPerItem][kRpl];
@@ -613,6 +648,7 @@ __device__ __forceinline__ void Finish(const jllm::cuda::GemvArgs& args, int spl
       }
       epilogue(v);
     }
+    NoteBest(row, v[0], cs);
     HeadTail<kM>(args, row0);
   } else {
     // Partial sums of this split (each writer its row's, fenced before the warp's ticket); the
@@ -628,8 +664,8 @@ __device__ __forceinline__ void Finish(const jllm::cuda::GemvArgs& args, int spl
     ticket = __shfl_sync(0xffffffffu, ticket, 0);
     if (ticket != kKsplit - 1) return;
     __threadfence();
+    float y[kMembersPerItem] = {};
     if (row >= 0) {
-      float y[kMembersPerItem];
 #pragma unroll
       for (int j = 0; j < kMembersPerItem; ++j) {
         float part[kKsplit];
@@ -642,6 +678,7 @@ __device__ __forceinline__ void Finish(const jllm::cuda::GemvArgs& args, int spl
       }
       epilogue(y);
     }
+    NoteBest(row, y[0], cs);
     if (lane == 0) args.counters[RgBegin(kM) + rg] = 0;
     HeadTail<kM>(args, row0);
   }
@@ -796,7 +833,7 @@ __device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int sp
     const bool began_here = !kSpread || t >= s;  // the warp ran the item's first step
     if (s == kSteps - 1 && began_here) {
       scale_now();
-      Finish<kM>(args, split, rg, row0, acc, residual, x_scale);
+      Finish<kM>(args, split, rg, row0, acc, residual, x_scale, cs);
       clear();
     } else if (kSpread && (s == kSteps - 1 || t == n_steps - 1)) {
 #pragma unroll
@@ -843,7 +880,7 @@ __device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int sp
           if (row >= 0) residual = args.residual[row];
         }
         scale_now();
-        Finish<kM>(args, split, tail_rg, row0, total, residual, x_scale);
+        Finish<kM>(args, split, tail_rg, row0, total, residual, x_scale, cs);
       }
       __syncthreads();  // heads are free for the next segment
     }
@@ -1038,8 +1075,16 @@ JLLM_KERNEL(gemv, jllm::cuda::GemvArgs, kThreads, JLLM_MINB) {
   __shared__ CtaShared cs;
   const int G = gridDim.x, b = blockIdx.x;
   const Range cta = CtaRange(b, G);
-  if (cta.begin >= cta.end) return;
+  if (cta.begin >= cta.end) {
+    if constexpr (kArgmax) {  // no rows, but a ticket: the last CTA counts every one
+      if (threadIdx.x == 0) jllm_kernels::FinishGreedyDraw(0, args.draw_keys, DrawTicket(args), args.state);
+    }
+    return;
+  }
   const int warp = threadIdx.x >> 5;
+  if constexpr (kArgmax) {
+    if ((threadIdx.x & 31) == 0) cs.best_keys()[warp] = 0;  // (each warp its own slot: no barrier)
+  }
   const int s_lo = cta.begin / kRowGroups, s_hi = (cta.end - 1) / kRowGroups;
   jllm_u8* ring_area = reinterpret_cast<jllm_u8*>(xs + kSlots * kSlotFloat4);
 #if JLLM_HAS_BULK_COPY
@@ -1067,6 +1112,15 @@ JLLM_KERNEL(gemv, jllm::cuda::GemvArgs, kThreads, JLLM_MINB) {
     }
     if constexpr (kMemberGroups >= 3) {
       SegmentOf<2>(args, cta, split, warp, first, s_lo, s_hi, xs, ring, bars, ring_base, x_scale, cs);
+    }
+  }
+  if constexpr (kArgmax) {
+    __syncthreads();  // every warp's best
+    if (threadIdx.x == 0) {
+      jllm_u64 best = 0;
+      const jllm_u64* keys = cs.best_keys();
+      for (int w = 0; w < kNw; ++w) best = keys[w] > best ? keys[w] : best;
+      jllm_kernels::FinishGreedyDraw(best, args.draw_keys, DrawTicket(args), args.state);
     }
   }
 }

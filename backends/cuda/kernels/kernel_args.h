@@ -78,6 +78,12 @@ struct GemvArgs {
   float* yq;
   const int* pos;
   int max_ctx;
+  // ARGMAX (the logits of a greedy step): the draw's scratch, the sampler's — a key per CTA in
+  // its weights, the ticket in its stamps (geometry::SampleTicketWord, zero between launches) —
+  // and the step state it advances, as SampleArgs.
+  unsigned long long* draw_keys;
+  unsigned* draw_stamps;
+  StepState* state;
   TileMap tmap[3];  // TMA: member m's tile map (the ring's boxes of w[m]); else unset
 };
 

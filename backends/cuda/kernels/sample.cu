@@ -14,11 +14,15 @@
 //
 // Constants (-D): JLLM_VOCAB.
 #include "backends/sampling_params.h"
+#include "draw_keys.cuh"
 #include "kernel_args.h"
 #include "launch_geometry.h"
 #include "jllm_common.cuh"
 
 namespace {
+
+using jllm_kernels::DrawIdOf;
+using jllm_kernels::DrawKeyOf;
 
 constexpr int kV = JLLM_VOCAB;
 constexpr int kThreads = jllm::cuda::geometry::kSampleThreads;
@@ -30,19 +34,8 @@ __device__ __forceinline__ float Logit(const float* lg, int i) {
   return l != l ? JLLM_NEG_INF : l;
 }
 
-__device__ __forceinline__ jllm_u64 KeyOf(float logit, int id) {
-  return (static_cast<jllm_u64>(jllm_float_order_key(logit)) << 32) | (0xFFFFFFFFu - static_cast<jllm_u32>(id));
-}
-__device__ __forceinline__ int IdOf(jllm_u64 key) { return static_cast<int>(0xFFFFFFFFu - static_cast<jllm_u32>(key)); }
-
-__device__ __forceinline__ jllm_u64 WarpMaxU64(jllm_u64 v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) {
-    const jllm_u64 other = __shfl_xor_sync(0xffffffffu, v, o);
-    v = other > v ? other : v;
-  }
-  return v;
-}
+__device__ __forceinline__ jllm_u64 KeyOf(float logit, int id) { return DrawKeyOf(logit, id); }
+__device__ __forceinline__ int IdOf(jllm_u64 key) { return DrawIdOf(key); }
 
 struct Shared {
   double hist_w[256];
@@ -52,7 +45,6 @@ struct Shared {
   jllm_u64 chosen;     // the selected key (or its prefix while selecting)
   double above;        // weight of the members before the current bucket
   int digit;
-  unsigned count;
 };
 
 // The largest key K among members with key >= floor (and logit >= min_logit) such that the
@@ -189,7 +181,7 @@ __device__ jllm_u64 BestKeyIn(const float* lg, int b4, int e4) {
 // The CTA's largest key (every thread gets it).
 __device__ jllm_u64 CtaMaxKey(jllm_u64 best, Shared& sh) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  best = WarpMaxU64(best);
+  best = jllm_kernels::WarpMaxKey(best);
   if (lane == 0) sh.warp_k[warp] = best;
   __syncthreads();
   if (threadIdx.x == 0) {
@@ -203,13 +195,6 @@ __device__ jllm_u64 CtaMaxKey(jllm_u64 best, Shared& sh) {
   return best;
 }
 
-// The step state after the draw of `token`.
-__device__ __forceinline__ void Advance(jllm::cuda::StepState* state, int token, int pos, unsigned serial) {
-  state->token = token;
-  state->pos = pos + 1;
-  state->serial = serial;
-}
-
 }  // namespace
 
 JLLM_KERNEL(sample, jllm::cuda::SampleArgs, kThreads, 1) {
@@ -221,29 +206,14 @@ JLLM_KERNEL(sample, jllm::cuda::SampleArgs, kThreads, 1) {
   const int pos = args.state->pos;  // position of the token whose logits these are
   const unsigned serial = args.state->serial + 1;
 
-  if (!(p.temperature > 0.0f) && !p.Penalizes()) {
+  if (p.GreedyWithoutPenalties()) {
     // Greedy: this CTA's slice of the row, then a ticket; the last CTA takes the best key.
     const int b4 = static_cast<int>(static_cast<long long>(kV4) * blockIdx.x / gridDim.x);
     const int e4 = static_cast<int>(static_cast<long long>(kV4) * (blockIdx.x + 1) / gridDim.x);
     const jllm_u64 mine = CtaMaxKey(BestKeyIn(args.logits, b4, e4), sh);
-    jllm_u64* keys = reinterpret_cast<jllm_u64*>(args.weights);
-    unsigned* ticket = args.stamps + kV;
     if (tid == 0) {
-      keys[blockIdx.x] = mine;
-      __threadfence();
-      sh.count = atomicAdd(ticket, 1u);
-    }
-    __syncthreads();
-    if (sh.count != gridDim.x - 1) return;  // not the last CTA
-    if (tid == 0) {
-      __threadfence();
-      jllm_u64 b = 0;
-      for (unsigned c = 0; c < gridDim.x; ++c) {
-        const jllm_u64 k = jllm_load_l2_u64(keys + c);
-        b = k > b ? k : b;
-      }
-      *ticket = 0;
-      Advance(args.state, IdOf(b), pos, serial);
+      jllm_kernels::FinishGreedyDraw(mine, reinterpret_cast<jllm_u64*>(args.weights),
+                                     args.stamps + jllm::cuda::geometry::SampleTicketWord(kV), args.state);
     }
     return;
   }
@@ -311,5 +281,5 @@ JLLM_KERNEL(sample, jllm::cuda::SampleArgs, kThreads, 1) {
     chosen = SelectFirstReaching(lg, args.weights, floor, min_logit, u * z, true, sh);
   }
 
-  if (tid == 0) Advance(args.state, IdOf(chosen), pos, serial);
+  if (tid == 0) jllm_kernels::AdvanceStep(args.state, IdOf(chosen), pos, serial);
 }

@@ -201,6 +201,11 @@ constexpr int kAttnFuseHead = 1;
 // tg128 4b +1.4 %, 0.6b +0.7 %; docs/PERF.md) or after an rms_norm launch (0). Prefill keeps the
 // rms_norm launch (its GEMM and last-row GEMV read the normed rows). JLLM_LOGITS_NORM.
 constexpr int kLogitsNorm = 1;
+// A greedy decode step without penalties draws in the logits GEMV's epilogue (1, the default:
+// the sampler's launch and its pass over the row gone; docs/PERF.md, stop 35) or in the sampler
+// after it (0). The lowering gives the logits node both decode GEMVs; the backend picks by the
+// step's sampler settings. JLLM_GREEDY_LOGITS.
+constexpr int kGreedyLogits = 1;
 constexpr int kEltThreads = 256;
 
 // Says on stderr, once per variable, that a tuning variable's value is not used and why.
@@ -258,6 +263,8 @@ bool GemmTensorCores() { return GemmMode() != 0; }
 int AttentionKernel() { return static_cast<int>(TuningOverride("JLLM_ATTN_KERNEL", kAttnKernel, /*min=*/1, /*max=*/3)); }
 
 int PrefetchMode() { return static_cast<int>(TuningOverride("JLLM_PREFETCH", kPrefetch, /*min=*/0, /*max=*/2)); }
+bool GreedyLogits() { return TuningOverride("JLLM_GREEDY_LOGITS", kGreedyLogits, /*min=*/0, /*max=*/1) != 0; }
+
 int SampleCtas() {
   return static_cast<int>(TuningOverride("JLLM_SAMPLE_CTAS", geo::kSampleCtas, /*min=*/1, /*max=*/256));
 }
@@ -426,7 +433,7 @@ class Lowerer {
   // `head`: the qk_norm_rope_kv_append node to run in the GEMV's tail (FusableHeadIntoGemv), or null.
   Launch Gemv(const std::vector<ir::WeightId>& members, Operand x, Operand gamma, Operand residual,
               const std::vector<Operand>& ys, float eps, bool swiglu, bool ffn = false,
-              const ir::Node* head = nullptr) {
+              const ir::Node* head = nullptr, bool argmax = false) {
     const int64_t k = W(members[0]).dim(0);
     const bool norm = gamma.present();
     // The GEMV knobs: the tuning table's values for this shape (tuning.h) where it has them,
@@ -559,6 +566,7 @@ class Lowerer {
     defs.push_back(D("JLLM_NORM", norm));
     defs.push_back(D("JLLM_RESIDUAL", residual.present()));
     defs.push_back(D("JLLM_SWIGLU", swiglu));
+    if (argmax) defs.push_back(D("JLLM_ARGMAX", 1));
     const ir::QkNormRopeKvAppendAttrs* ha = head != nullptr ? &head->attrs_as<ir::QkNormRopeKvAppendAttrs>() : nullptr;
     if (ha != nullptr) {
       defs.push_back(D("JLLM_HEAD", 1));
@@ -573,7 +581,7 @@ class Lowerer {
                                      chunk > 1 ? absl::StrCat(" chunk", chunk) : "", tma ? " tma" : "",
                                      weighted ? " weighted" : "",
                                      any_pairs ? " pairs" : "",
-                                     ha != nullptr ? " +head_ops" : ""),
+                                     ha != nullptr ? " +head_ops" : "", argmax ? " +argmax" : ""),
                         defs, 32 * nw);
     s.grid_x = row_groups * ksplit;  // at most one CTA an item
     // JLLM_GEMV_GRID=N: at most N CTAs (0, the default: as many as fit the SMs). Fewer than fit
@@ -865,13 +873,23 @@ class Lowerer {
     RETURN_IF_ERROR(CheckMatrix(W(w)));
     const Operand y = Operand::Value(n.outputs[0]);
     const int norm_node = producer_[n.inputs[0]];
-    if (norm_node >= 0 && g_.nodes[norm_node].op == OpKind::kRmsNorm && NormFoldedIntoLogits(g_.nodes[norm_node])) {
-      const ir::Node& norm = g_.nodes[norm_node];
-      nl.decode.push_back(Gemv({w}, Operand::Value(norm.inputs[0]), Operand::Weight(norm.weights[0]), Operand::None(),
-                               {y}, norm.attrs_as<ir::RmsNormAttrs>().eps, false));
-      nl.extra_reads = {norm.inputs[0]};  // the residual stream, read here instead of by the norm
-    } else {
-      nl.decode.push_back(Gemv({w}, Operand::Value(n.inputs[0]), Operand::None(), Operand::None(), {y}, 0, false));
+    const bool folded =
+        norm_node >= 0 && g_.nodes[norm_node].op == OpKind::kRmsNorm && NormFoldedIntoLogits(g_.nodes[norm_node]);
+    auto decode_gemv = [&](bool argmax) {
+      if (folded) {
+        const ir::Node& norm = g_.nodes[norm_node];
+        return Gemv({w}, Operand::Value(norm.inputs[0]), Operand::Weight(norm.weights[0]), Operand::None(), {y},
+                    norm.attrs_as<ir::RmsNormAttrs>().eps, false, false, nullptr, argmax);
+      }
+      return Gemv({w}, Operand::Value(n.inputs[0]), Operand::None(), Operand::None(), {y}, 0, false, false, nullptr,
+                  argmax);
+    };
+    nl.decode.push_back(decode_gemv(false));
+    if (folded) nl.extra_reads = {g_.nodes[norm_node].inputs[0]};  // the residual stream, read here, not by the norm
+    // The greedy step's: the same GEMV drawing the next token (the %logits output's node only).
+    if (GreedyLogits() && n.outputs[0] == out_.logits) {
+      out_.greedy_logits = decode_gemv(true);
+      out_.greedy_node = node_;
     }
     nl.prefill.push_back(Gemv({w}, Operand::Value(n.inputs[0], /*last=*/true), Operand::None(),
                               Operand::None(), {y}, 0, false));

@@ -25,7 +25,8 @@
 //                           KERNEL 2), attention_mma (3),
 //                           attention_decode (1)
 //   swiglu, add             elementwise                    elementwise
-//   sample                  — (the backend runs the sampler after the logits)
+//   sample                  — (the backend runs the sampler after the logits, or for a greedy
+//                           draw the logits GEMV draws itself: LoweredGraph::greedy_logits)
 #pragma once
 
 #include <cstdint>
@@ -115,6 +116,11 @@ struct LoweredGraph {
   std::vector<NodeLowering> nodes;    // by node index
   Launch sample;                      // the sampler, reading the logits' last row
   ir::ValueId logits = -1;            // the %logits output, or -1
+  // A greedy decode step without penalties (SamplingParams::GreedyWithoutPenalties): node
+  // greedy_node's decode launch is greedy_logits instead, the logits GEMV drawing the next token
+  // in its epilogue (JLLM_ARGMAX), and no sampler runs. spec -1 (JLLM_GREEDY_LOGITS=0): none.
+  Launch greedy_logits;
+  int32_t greedy_node = -1;
 };
 
 // Errors name the node and what is unsupported (a weight type, a shape); every op of ir/ops.h
@@ -160,6 +166,10 @@ int PrefetchForm();
 // default, 16 since stop 31; 1: stop 30's single CTA): a greedy draw without penalties scans
 // the row with all of them.
 int SampleCtas();
+
+// Whether a greedy decode step draws in the logits GEMV's epilogue (JLLM_GREEDY_LOGITS at
+// lowering: 1, the default since stop 35) or in the sampler after it (0).
+bool GreedyLogits();
 
 // Whether the GEMV heuristics take the group's size into account (JLLM_GEMV_BY_SIZE, 1 by default
 // since stop 28; 0: stop 27's): a group of at least 4 MiB takes 16 warps in one CTA an SM like the
