@@ -7,6 +7,7 @@
 
 #include "jllm_common.cuh"
 #include "kernel_args.h"
+#include "launch_geometry.h"
 
 namespace jllm_kernels {
 
@@ -32,23 +33,49 @@ __device__ __forceinline__ void AdvanceStep(jllm::cuda::StepState* state, int to
   state->serial = serial;
 }
 
-// The end of a greedy draw spread over a grid: each CTA leaves its best key in keys[its index]
-// and takes a ticket; the last to do so takes the best of all of them, resets the ticket for the
-// next launch and advances the step state. Thread 0 of each CTA calls it (after the CTA's
-// best is known); the CTA's other threads need not wait.
-__device__ __forceinline__ void FinishGreedyDraw(jllm_u64 mine, jllm_u64* keys, unsigned* ticket,
-                                                 jllm::cuda::StepState* state) {
-  keys[blockIdx.x] = mine;
-  __threadfence();
-  if (atomicAdd(ticket, 1u) != gridDim.x - 1) return;  // not the last CTA
-  __threadfence();
+// The end of a greedy draw spread over a grid, called by every thread of every CTA with its
+// candidate key: the CTA's best goes to keys[its index] behind a ticket, and the last CTA to take
+// one reduces all of them — each thread a few keys in one round trip, not one thread all of them
+// (132 dependent loads were ~15 µs, docs/PERF.md) —, resets the ticket for the next launch and
+// advances the step state.
+struct DrawShared {
+  jllm_u64 warp_keys[32];
+  unsigned last;  // whether this CTA took the last ticket
+};
+static_assert(sizeof(DrawShared) == jllm::cuda::geometry::kDrawSharedBytes, "launch_geometry.h counts it");
+
+__device__ __forceinline__ jllm_u64 CtaMaxKey(jllm_u64 v, DrawShared& sh) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
+  v = WarpMaxKey(v);
+  __syncthreads();  // warp_keys free (an earlier use)
+  if (lane == 0) sh.warp_keys[warp] = v;
+  __syncthreads();
   jllm_u64 best = 0;
-  for (unsigned c = 0; c < gridDim.x; ++c) {
-    const jllm_u64 k = jllm_load_l2_u64(keys + c);
-    best = k > best ? k : best;
+  for (int w = 0; w < warps; ++w) best = sh.warp_keys[w] > best ? sh.warp_keys[w] : best;
+  return best;
+}
+
+__device__ __forceinline__ void FinishGreedyDraw(jllm_u64 mine, jllm_u64* keys, unsigned* ticket,
+                                                 jllm::cuda::StepState* state, DrawShared& sh) {
+  const jllm_u64 cta_best = CtaMaxKey(mine, sh);
+  if (threadIdx.x == 0) {
+    keys[blockIdx.x] = cta_best;
+    __threadfence();
+    sh.last = atomicAdd(ticket, 1u) == gridDim.x - 1;
   }
-  *ticket = 0;
-  AdvanceStep(state, DrawIdOf(best), state->pos, state->serial + 1);
+  __syncthreads();
+  if (!sh.last) return;  // (CTA-uniform)
+  __threadfence();
+  jllm_u64 v = 0;
+  for (unsigned c = threadIdx.x; c < gridDim.x; c += blockDim.x) {
+    const jllm_u64 k = jllm_load_l2_u64(keys + c);
+    v = k > v ? k : v;
+  }
+  const jllm_u64 best = CtaMaxKey(v, sh);
+  if (threadIdx.x == 0) {
+    *ticket = 0;
+    AdvanceStep(state, DrawIdOf(best), state->pos, state->serial + 1);
+  }
 }
 
 }  // namespace jllm_kernels

@@ -52,10 +52,11 @@
 // transforms it (head_transform.cuh) into yq or the caches: one kernel a layer fewer; with
 // JLLM_HEAD_D, JLLM_NROT and JLLM_KV, the cache element type), JLLM_XLANES (1, 2 or 4: lanes that
 // quantize one run of 16 columns of x as it is staged, each 16 / XLANES of them), JLLM_ARGMAX (1:
-// the decode logits of a greedy step — the kernel also draws the next token, as sample.cu's greedy
-// path would: each warp keeps the best key (draw_keys.cuh) of the rows it writes, the CTA the best
-// of its warps, and the last CTA to finish the best of all, which advances the step state; one
-// launch and one pass over the row fewer a step).
+// the decode logits of a greedy step, no K split — the kernel also draws the next token, as
+// sample.cu's greedy path would: once its stream is done each CTA takes the best key
+// (draw_keys.cuh) of the rows it wrote, and the last CTA the best of all, which advances the step
+// state; one launch and one pass over the row fewer a step. Not in the stream: a key per item
+// there cost 4.5 µs of 4b's logits stream, docs/PERF.md).
 //
 // Lanes and rows: a member's row is read by LPR lanes (32, or 8 for pairs), each RPL rows
 // (JLLM_R, or 1 for pairs) per step; lane l reads unit l mod LPR of the step's rows
@@ -204,17 +205,14 @@ constexpr int MaxItemRows(int m) { return m == 0 ? ItemRows(0) : (ItemRows(m) > 
 constexpr int kHeadRows = MaxItemRows(kMemberGroups - 1);
 // The CTA's static shared memory, one instance for all member groups, as launch_geometry.h
 // counts it (GemvStaticSmemBytes; the lowering leaves kStaticSmemReserve for it).
-// ARGMAX: each warp's best key so far (nothing otherwise: an empty base takes no bytes).
+// ARGMAX: the draw's shared memory (nothing otherwise: an empty base takes no bytes).
 template <bool kOn>
-struct BestKeys {
-  jllm_u64 best[kNw];
-  __device__ jllm_u64* best_keys() { return best; }
+struct DrawPart {
+  jllm_kernels::DrawShared draw;
 };
 template <>
-struct BestKeys<false> {
-  __device__ jllm_u64* best_keys() { return nullptr; }
-};
-struct CtaShared : BestKeys<kArgmax> {
+struct DrawPart<false> {};
+struct CtaShared : DrawPart<kArgmax> {
   double scratch[32];  // StageX: a warp's Σx²
   // SPREAD: heads[w][j][o], row o of the item (o = row - row0) of matrix j as warp w left it.
   float heads[kSpread ? kNw : 1][kMembersPerItem][kHeadRows];
@@ -239,7 +237,8 @@ static_assert(!(PairUnits(0) || PairUnits(1) || PairUnits(2)) || kXPlanes > 0, "
 static_assert(!kHead || (kNm == 3 && !kSwiglu && !kResidual && kRows[0] % kHeadD == 0 && kRows[1] == kRows[2] &&
                          kRows[1] % kHeadD == 0 && (kHeadRot / 2) % 32 == 0),
               "HEAD: a QKV triple of whole heads, rotated in registers (n_rot / 2 a multiple of 32)");
-static_assert(!kArgmax || (kNm == 1 && !kSwiglu && !kResidual && !kHead), "ARGMAX: the logits, one matrix as it is");
+static_assert(!kArgmax || (kNm == 1 && !kSwiglu && !kResidual && !kHead && kKsplit == 1),
+              "ARGMAX: the logits, one matrix as it is, each row written by the CTA whose item it is");
 
 struct Range {
   int begin, end;  // items [begin, end) of this CTA
@@ -596,25 +595,30 @@ __device__ __forceinline__ void HeadTail(const jllm::cuda::GemvArgs& args, int r
 // y (or the partial sums) of the item of member-group kM at row0, split `split`. `residual` is
 // residual[WriterRow] (RESIDUAL), loaded when the item began; `x_scale` is StageX's factor (the
 // RMS scale with LATE_NORM, which has no K split).
-// ARGMAX: the warp's best key takes the rows its lanes just wrote (y, or nothing where row < 0).
-__device__ __forceinline__ void NoteBest(int row, float y, CtaShared& cs) {
-  if constexpr (kArgmax) {
-    const jllm_u64 k = jllm_kernels::WarpMaxKey(row >= 0 ? jllm_kernels::DrawKeyOf(y, row) : 0ull);
-    const int warp = threadIdx.x >> 5;
-    jllm_u64* best = cs.best_keys();
-    if ((threadIdx.x & 31) == 0 && k > best[warp]) best[warp] = k;
-  }
-}
-
 // ARGMAX: the ticket of the draw's CTAs, where sample.cu keeps its own.
 __device__ __forceinline__ unsigned* DrawTicket(const jllm::cuda::GemvArgs& args) {
   return args.draw_stamps + geo::SampleTicketWord(kRows[0]);
 }
 
+// ARGMAX: the CTA's best key over the rows of its items (none: 0), then the grid's draw.
+template <bool kOn = kArgmax>
+__device__ __forceinline__ void DrawFromRows(const jllm::cuda::GemvArgs& args, Range cta, CtaShared& cs) {
+  if constexpr (kOn) {
+    const int r0 = cta.begin * ItemRows(0), r1 = min(cta.end * ItemRows(0), kRows[0]);
+    jllm_u64 best = 0;
+    for (int r = r0 + static_cast<int>(threadIdx.x); r < r1; r += kThreads) {
+      const jllm_u64 k = jllm_kernels::DrawKeyOf(args.y[0][r], r);
+      best = k > best ? k : best;
+    }
+    jllm_kernels::FinishGreedyDraw(best, args.draw_keys, DrawTicket(args), args.state,
+                                   static_cast<DrawPart<kOn>&>(cs).draw);
+  }
+}
+
 template <int kM>
 __device__ __forceinline__ void Finish(const jllm::cuda::GemvArgs& args, int split, int rg, int row0,
                                        const float (&acc)[kMembersPerItem][RowsPerLane(kM)], float residual,
-                                       float x_scale, CtaShared& cs) {
+                                       float x_scale) {
   constexpr int kRpl = RowsPerLane(kM), kLpr = Lpr(kM);
   const int lane = threadIdx.x & 31;
   float sums[kMembersPerItem][kRpl];
@@ -648,7 +652,6 @@ __device__ __forceinline__ void Finish(const jllm::cuda::GemvArgs& args, int spl
       }
       epilogue(v);
     }
-    NoteBest(row, v[0], cs);
     HeadTail<kM>(args, row0);
   } else {
     // Partial sums of this split (each writer its row's, fenced before the warp's ticket); the
@@ -664,8 +667,8 @@ __device__ __forceinline__ void Finish(const jllm::cuda::GemvArgs& args, int spl
     ticket = __shfl_sync(0xffffffffu, ticket, 0);
     if (ticket != kKsplit - 1) return;
     __threadfence();
-    float y[kMembersPerItem] = {};
     if (row >= 0) {
+      float y[kMembersPerItem];
 #pragma unroll
       for (int j = 0; j < kMembersPerItem; ++j) {
         float part[kKsplit];
@@ -678,7 +681,6 @@ __device__ __forceinline__ void Finish(const jllm::cuda::GemvArgs& args, int spl
       }
       epilogue(y);
     }
-    NoteBest(row, y[0], cs);
     if (lane == 0) args.counters[RgBegin(kM) + rg] = 0;
     HeadTail<kM>(args, row0);
   }
@@ -833,7 +835,7 @@ __device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int sp
     const bool began_here = !kSpread || t >= s;  // the warp ran the item's first step
     if (s == kSteps - 1 && began_here) {
       scale_now();
-      Finish<kM>(args, split, rg, row0, acc, residual, x_scale, cs);
+      Finish<kM>(args, split, rg, row0, acc, residual, x_scale);
       clear();
     } else if (kSpread && (s == kSteps - 1 || t == n_steps - 1)) {
 #pragma unroll
@@ -880,7 +882,7 @@ __device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int sp
           if (row >= 0) residual = args.residual[row];
         }
         scale_now();
-        Finish<kM>(args, split, tail_rg, row0, total, residual, x_scale, cs);
+        Finish<kM>(args, split, tail_rg, row0, total, residual, x_scale);
       }
       __syncthreads();  // heads are free for the next segment
     }
@@ -1076,15 +1078,10 @@ JLLM_KERNEL(gemv, jllm::cuda::GemvArgs, kThreads, JLLM_MINB) {
   const int G = gridDim.x, b = blockIdx.x;
   const Range cta = CtaRange(b, G);
   if (cta.begin >= cta.end) {
-    if constexpr (kArgmax) {  // no rows, but a ticket: the last CTA counts every one
-      if (threadIdx.x == 0) jllm_kernels::FinishGreedyDraw(0, args.draw_keys, DrawTicket(args), args.state);
-    }
+    if constexpr (kArgmax) DrawFromRows(args, cta, cs);  // no rows, but a ticket: the last CTA counts every one
     return;
   }
   const int warp = threadIdx.x >> 5;
-  if constexpr (kArgmax) {
-    if ((threadIdx.x & 31) == 0) cs.best_keys()[warp] = 0;  // (each warp its own slot: no barrier)
-  }
   const int s_lo = cta.begin / kRowGroups, s_hi = (cta.end - 1) / kRowGroups;
   jllm_u8* ring_area = reinterpret_cast<jllm_u8*>(xs + kSlots * kSlotFloat4);
 #if JLLM_HAS_BULK_COPY
@@ -1115,12 +1112,7 @@ JLLM_KERNEL(gemv, jllm::cuda::GemvArgs, kThreads, JLLM_MINB) {
     }
   }
   if constexpr (kArgmax) {
-    __syncthreads();  // every warp's best
-    if (threadIdx.x == 0) {
-      jllm_u64 best = 0;
-      const jllm_u64* keys = cs.best_keys();
-      for (int w = 0; w < kNw; ++w) best = keys[w] > best ? keys[w] : best;
-      jllm_kernels::FinishGreedyDraw(best, args.draw_keys, DrawTicket(args), args.state);
-    }
+    __syncthreads();  // the CTA's rows are written, and visible to its threads
+    DrawFromRows(args, cta, cs);
   }
 }

@@ -99,12 +99,14 @@ constexpr bool GemvTileCopiesFit(int stage_bytes, int box_bytes, int step_bytes,
 // the dynamic part of (the GEMV's Σx² and cut-item heads, the GEMMs'): they take less (ptxas,
 // Nvrtc.EveryKernelFitsTheSharedMemoryOfItsTarget; gemv.cu static_asserts its own).
 inline constexpr int kStaticSmemReserve = 2304;
-// gemv.cu's static arrays: a double for each warp's Σx² (32), with ARGMAX each warp's best key,
-// and with SPREAD each warp's sums of the item it leaves to the next warp (the item's rows of
-// every matrix it reads). At most 256 + 4 x 32 warps x 2 matrices x 8 rows = 2,304 bytes (ARGMAX
-// has one matrix: 256 + 256 + 4 x 32 x 8) within the reserve for every knob value.
+// gemv.cu's static arrays: a double for each warp's Σx² (32), with SPREAD each warp's sums of the
+// item it leaves to the next warp (the item's rows of every matrix it reads), and with ARGMAX the
+// draw's. At most 256 + 4 x 32 warps x 2 matrices x 8 rows = 2,304 bytes (ARGMAX has one matrix:
+// 256 + 1,024 + 264) within the reserve for every knob value.
+// draw_keys.cuh's DrawShared (the greedy draw's shared memory): a key a warp, the last-CTA flag.
+inline constexpr int kDrawSharedBytes = 32 * 8 + 8;
 constexpr int GemvStaticSmemBytes(int warps, bool spread, int matrices, int item_rows, bool argmax) {
-  return (32 * 8 + (argmax ? 8 * warps : 0) + 4 * (spread ? warps : 1) * matrices * item_rows + 7) / 8 * 8;
+  return (32 * 8 + 4 * (spread ? warps : 1) * matrices * item_rows + 7) / 8 * 8 + (argmax ? kDrawSharedBytes : 0);
 }
 
 // gemm.cu: BM weight rows x BN tokens per CTA, K consumed BK = 32 at a time; both tiles f32 in

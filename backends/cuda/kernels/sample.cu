@@ -41,10 +41,10 @@ struct Shared {
   double hist_w[256];
   unsigned hist_c[256];
   double warp_d[kWarps];
-  jllm_u64 warp_k[kWarps];
   jllm_u64 chosen;     // the selected key (or its prefix while selecting)
   double above;        // weight of the members before the current bucket
   int digit;
+  jllm_kernels::DrawShared draw;  // the greedy draw's
 };
 
 // The largest key K among members with key >= floor (and logit >= min_logit) such that the
@@ -178,23 +178,6 @@ __device__ jllm_u64 BestKeyIn(const float* lg, int b4, int e4) {
   return best;
 }
 
-// The CTA's largest key (every thread gets it).
-__device__ jllm_u64 CtaMaxKey(jllm_u64 best, Shared& sh) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  best = jllm_kernels::WarpMaxKey(best);
-  if (lane == 0) sh.warp_k[warp] = best;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    jllm_u64 b = 0;
-    for (int w = 0; w < kWarps; ++w) b = sh.warp_k[w] > b ? sh.warp_k[w] : b;
-    sh.chosen = b;
-  }
-  __syncthreads();
-  best = sh.chosen;
-  __syncthreads();
-  return best;
-}
-
 }  // namespace
 
 JLLM_KERNEL(sample, jllm::cuda::SampleArgs, kThreads, 1) {
@@ -210,11 +193,8 @@ JLLM_KERNEL(sample, jllm::cuda::SampleArgs, kThreads, 1) {
     // Greedy: this CTA's slice of the row, then a ticket; the last CTA takes the best key.
     const int b4 = static_cast<int>(static_cast<long long>(kV4) * blockIdx.x / gridDim.x);
     const int e4 = static_cast<int>(static_cast<long long>(kV4) * (blockIdx.x + 1) / gridDim.x);
-    const jllm_u64 mine = CtaMaxKey(BestKeyIn(args.logits, b4, e4), sh);
-    if (tid == 0) {
-      jllm_kernels::FinishGreedyDraw(mine, reinterpret_cast<jllm_u64*>(args.weights),
-                                     args.stamps + jllm::cuda::geometry::SampleTicketWord(kV), args.state);
-    }
+    jllm_kernels::FinishGreedyDraw(BestKeyIn(args.logits, b4, e4), reinterpret_cast<jllm_u64*>(args.weights),
+                                   args.stamps + jllm::cuda::geometry::SampleTicketWord(kV), args.state, sh.draw);
     return;
   }
   if (blockIdx.x != 0) return;  // every other draw: one CTA
@@ -246,7 +226,7 @@ JLLM_KERNEL(sample, jllm::cuda::SampleArgs, kThreads, 1) {
 
   // The best key: the greedy choice, and the max logit for the softmax.
   jllm_u64 best = BestKeyIn(lg, 0, kV4);
-  best = CtaMaxKey(best, sh);
+  best = jllm_kernels::CtaMaxKey(best, sh.draw);
   jllm_u64 chosen = best;
 
   if (p.temperature > 0.0f) {

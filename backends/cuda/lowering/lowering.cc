@@ -516,6 +516,7 @@ class Lowerer {
     const int64_t want_items = int64_t{target_.sms} * kGemvWarps * knob("items", items_x10) / 10;
     int ksplit = static_cast<int>(std::clamp<int64_t>((want_items + row_groups - 1) / row_groups, 1, max_split));
     ksplit = static_cast<int>(std::clamp<int64_t>(knob("ksplit", ksplit), 1, k / 256));
+    if (argmax) ksplit = 1;  // the draw reads each CTA's rows back in that CTA (gemv.cu, ARGMAX)
     defs.push_back(D("JLLM_R", r));
     defs.push_back(D("JLLM_NW", nw));
     defs.push_back(D("JLLM_KSPLIT", ksplit));
