@@ -233,9 +233,11 @@ step ab 600 ab
 # The in-step trace of each variant (only when named): TRACE_VARIANTS as AB_VARIANTS, on
 # TRACE_PRESETS (default 4b): each compiled with its switches and run with JLLM_TRACE=1 --profile
 # after a prompt of TRACE_WORDS words (default 200; ~one token a word, the context sized to fit);
-# the "in the captured step" table (release, staging, stream, tail, spread per kernel) is printed.
+# the "in the captured step" table (release, staging, stream, tail, spread per kernel) is printed,
+# and with TRACE_CTAS=1 which CTAs end each kernel late (JLLM_TRACE_DUMP, scripts/trace_ctas.py;
+# the per-CTA rows stay in the logs as trace-ctas-<variant>-<preset>.tsv).
 trace_ab() {
-  local v name env p words=${TRACE_WORDS:-200}
+  local v name env p dump words=${TRACE_WORDS:-200}
   [ -n "${TRACE_VARIANTS:-}" ] || { echo "TRACE_VARIANTS is empty"; return 1; }
   IFS=';' read -ra list <<< "$TRACE_VARIANTS"
   for v in "${list[@]}"; do
@@ -243,8 +245,12 @@ trace_ab() {
     for p in ${TRACE_PRESETS:-4b}; do
       echo "--- $name $p ($env)"
       env $env "$bin/jllm-compile" "$work/models/$p.gguf" -o "$work/models/ab.plan" > /dev/null 2>&1 || return 1
-      env $env JLLM_TRACE=1 "$bin/jllm-run" "$work/models/ab.plan" -p "$(printf 'word %.0s' $(seq 1 "$words"))" \
+      dump=""
+      [ "${TRACE_CTAS:-0}" = 1 ] && dump=$out/trace-ctas-$name-$p.tsv
+      env $env JLLM_TRACE=1 JLLM_TRACE_DUMP="$dump" "$bin/jllm-run" "$work/models/ab.plan" \
+        -p "$(printf 'word %.0s' $(seq 1 "$words"))" \
         -c $((words + 512)) --profile --backend cuda 2>&1 | sed -n '/^decode step/p; /in the captured step/,$p'
+      if [ -n "$dump" ]; then python3 "$root/scripts/trace_ctas.py" "$dump" || return 1; fi
     done
   done
 }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
 #include "backends/cpu_ref/cpu_ref_backend.h"
 #include "backends/cuda/exec/cuda_backend.h"
 #include "backends/cuda/exec/graph_runner.h"
@@ -32,6 +33,7 @@
 #include "runtime/validate.h"
 #include "tests/cuda/emu/emu_device.h"
 #include "tests/cuda/kernel_variants.h"
+#include "tests/support/temp_files.h"
 
 namespace jllm::cuda::emu {
 namespace {
@@ -280,11 +282,15 @@ TEST(EmuModelTest, TracedDecodeStepPutsEveryKernelOnTheTimeline) {
   const ir::Graph graph = Lowered(true);
   BlobWeightSource weights(Blob());
   const std::vector<int32_t> prompt = {72, 101, 108, 108, 111};
+  // With the trace, every CTA's stamps go to a file too (RunnerOptions::trace_dump).
+  const std::string dump = ::jllm::testing::TempPath("trace.tsv");
   auto decode_logits = [&](bool trace) {
     std::optional<::jllm::testing::ScopedEnv> env;
     if (trace) env.emplace(std::vector<std::pair<std::string, std::string>>{{"JLLM_TRACE", "1"}});
     std::vector<float> prefill, decode;
-    auto gpu = LoadEmulated(graph, weights, /*context=*/32, /*step_tokens=*/8);
+    CudaBackendOptions o;
+    if (trace) o.trace_dump = dump;
+    auto gpu = LoadEmulated(graph, weights, /*context=*/32, /*step_tokens=*/8, o);
     EXPECT_TRUE(gpu.ok()) << gpu.status();
     if (!gpu.ok()) return decode;
     EXPECT_TRUE((*gpu)->Forward(prompt, 0, LogitsRows::kLast, &prefill).ok());
@@ -315,6 +321,36 @@ TEST(EmuModelTest, TracedDecodeStepPutsEveryKernelOnTheTimeline) {
       EXPECT_GE(gemvs, 5);  // QKV, attention output, gate+up, down, logits
       EXPECT_EQ(attentions, 1);  // the layers' decode attention, one row of the table
       EXPECT_GT(step, 0);
+      // The dump: a row a CTA of every launch, each launch's label a row of the table above,
+      // its stamps in order (entry <= wait <= exit; GEMVs: wait <= mark <= streamed <= exit).
+      const std::vector<std::string> lines = absl::StrSplit(::jllm::testing::ReadFile(dump), '\n', absl::SkipEmpty());
+      EXPECT_FALSE(lines.empty()) << dump;
+      if (lines.empty()) return decode;
+      EXPECT_EQ(lines[0], "launch\tlabel\tx\ty\tentry_ns\twait_ns\tmark_ns\tstreamed_ns\texit_ns");
+      std::set<int> launches;
+      std::set<std::string> labels;
+      for (size_t i = 1; i < lines.size(); ++i) {
+        const std::vector<std::string> f = absl::StrSplit(lines[i], '\t');
+        EXPECT_EQ(f.size(), 9u) << lines[i];
+        if (f.size() != 9) continue;
+        launches.insert(std::stoi(f[0]));
+        labels.insert(f[1]);
+        const double entry = std::stod(f[4]), wait = std::stod(f[5]), mark = std::stod(f[6]),
+                     streamed = std::stod(f[7]), exit = std::stod(f[8]);
+        EXPECT_GE(entry, 0) << lines[i];
+        if (wait >= 0) EXPECT_LE(entry, wait) << lines[i];
+        EXPECT_LE(std::max(entry, wait), exit) << lines[i];
+        if (absl::StartsWith(f[1], "gemv ") && streamed >= 0) {
+          EXPECT_LE(wait, mark) << lines[i];
+          EXPECT_LE(mark, streamed) << lines[i];
+          EXPECT_LE(streamed, exit) << lines[i];
+        }
+      }
+      std::set<std::string> names;
+      for (const KernelTiming& k : *timings) names.insert(k.name);
+      EXPECT_EQ(labels, names);
+      EXPECT_EQ(static_cast<int>(launches.size()), *launches.rbegin() + 1);  // every launch, from 0
+      std::remove(dump.c_str());
     }
     return decode;
   };

@@ -16,6 +16,7 @@ namespace tr = trace;
 struct Rec {
   int tag, x;
   uint64_t entry, wait, mark, exit, streamed = 0;
+  int y = 0;
 };
 
 std::vector<uint64_t> Buffer(const std::vector<Rec>& recs, uint64_t capacity = 64) {
@@ -24,7 +25,7 @@ std::vector<uint64_t> Buffer(const std::vector<Rec>& recs, uint64_t capacity = 6
   b[1] = capacity;
   for (size_t i = 0; i < recs.size(); ++i) {
     uint64_t* r = b.data() + tr::kWords * (i + 1);
-    r[tr::kId] = (uint64_t(recs[i].tag) << tr::kTagShift) | uint64_t(recs[i].x);
+    r[tr::kId] = (uint64_t(recs[i].tag) << tr::kTagShift) | (uint64_t(recs[i].y) << tr::kYShift) | uint64_t(recs[i].x);
     r[tr::kEntry] = recs[i].entry;
     r[tr::kWait] = recs[i].wait;
     r[tr::kMark] = recs[i].mark;
@@ -41,7 +42,7 @@ TEST(StepTrace, RecordsMatchTheirLaunchesOnTheTimeline) {
       {1, 1, 1500, 3700, 3900, 5000, 4600},  // kernel 1, second launch
       {2, 0, 1200, 2000, 0, 3000},     // kernel 2
       {1, 0, 1000, 1100, 1300, 2000, 1800},  // kernel 1, first launch
-      {2, 2, 1250, 2100, 0, 3400},
+      {2, 2, 1250, 2100, 0, 3400, 0, 5},
       {1, 0, 2500, 3600, 3800, 4800, 4700},  // kernel 1, second launch
       {1, 1, 1000, 1150, 1350, 1900, 1750},  // kernel 1, first launch
       {2, 1, 1220, 2050, 0, 3100},
@@ -74,6 +75,29 @@ TEST(StepTrace, RecordsMatchTheirLaunchesOnTheTimeline) {
   EXPECT_EQ((*t)[2].staged, 200);
   EXPECT_EQ((*t)[2].stream, 800);  // (700 + 900) / 2
   EXPECT_EQ((*t)[2].tail, 250);    // (400 + 100) / 2
+  // Each CTA's stamps, in the order the CTAs passed their wait.
+  ASSERT_EQ((*t)[0].ctas.size(), 2u);
+  const CtaTrace& a = (*t)[0].ctas[0];
+  EXPECT_EQ(a.x, 0);
+  EXPECT_EQ(a.y, 0);
+  EXPECT_EQ(a.entry, 0);
+  EXPECT_EQ(a.wait, 100);
+  EXPECT_EQ(a.mark, 300);
+  EXPECT_EQ(a.streamed, 800);
+  EXPECT_EQ(a.exit, 1000);
+  EXPECT_EQ((*t)[0].ctas[1].x, 1);
+  EXPECT_EQ((*t)[0].ctas[1].exit, 900);
+  ASSERT_EQ((*t)[1].ctas.size(), 3u);
+  const CtaTrace& c = (*t)[1].ctas[2];  // the last past its wait: x 2, y 5, no mark or stream
+  EXPECT_EQ(c.x, 2);
+  EXPECT_EQ(c.y, 5);
+  EXPECT_EQ(c.wait, 1100);
+  EXPECT_EQ(c.mark, -1);
+  EXPECT_EQ(c.streamed, -1);
+  EXPECT_EQ(c.exit, 2400);
+  ASSERT_EQ((*t)[2].ctas.size(), 2u);
+  EXPECT_EQ((*t)[2].ctas[0].x, 0);  // waited at 3600, before x 1 at 3700
+  EXPECT_EQ((*t)[2].ctas[0].entry, 1500);
 }
 
 TEST(StepTrace, AFullBufferOrCountsOffAreErrors) {

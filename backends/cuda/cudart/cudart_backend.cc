@@ -67,6 +67,7 @@ absl::StatusOr<CudaOpened> OpenCudaBackend(const CudaOpenOptions& options) {
                     ": kernels whose label contains any of these are left out of every step, so the "
                     "outputs are wrong (a measuring aid; unset it for results)");
   }
+  if (const char* dump = std::getenv("JLLM_TRACE_DUMP"); dump != nullptr) bo.trace_dump = dump;
   out.backend = CreateCudaBackendOn(std::move(device), std::move(bo));
   return out;
 }

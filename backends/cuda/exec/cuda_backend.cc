@@ -29,6 +29,7 @@ class CudaBackend : public Backend {
     ro.debug_sync = options_.debug_sync;
     ro.decode_ahead = options_.decode_ahead;
     ro.omit_kernels = options_.omit_kernels;
+    ro.trace_dump = options_.trace_dump;
     ro.cubins = &options_.cubins;
     ro.tuning = &options_.tuning;
     ro.target = Target();

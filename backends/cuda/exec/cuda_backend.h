@@ -18,6 +18,7 @@ struct CudaBackendOptions {
   bool debug_sync = false;  // see RunnerOptions::debug_sync
   bool decode_ahead = true;  // see RunnerOptions::decode_ahead
   std::vector<std::string> omit_kernels;  // see RunnerOptions::omit_kernels
+  std::string trace_dump;                 // see RunnerOptions::trace_dump
   // CUBINs from the plan for this device's architecture, by KernelSpec::ModuleKey().
   std::map<std::string, std::string> cubins;
   // The plan's per-shape GEMV knobs, measured on this GPU (lowering/tuning.h); empty: none.

@@ -12,6 +12,7 @@
 #include "backends/cuda/kernels/kernel_trace.h"
 #include "backends/cuda/lowering/weight_repack.h"
 #include "backends/sampling.h"
+#include "fileio/output_file.h"
 #include "ir/absl_compat.h"
 #include "ir/status.h"
 
@@ -687,6 +688,17 @@ absl::Status GraphRunner::TraceDecodeStep(const std::vector<Planned>& launches, 
     it->tail_us += std::max(0.0, t[i].tail) / 1000;
     it->spread_us += (t[i].last_exit - t[i].median_exit) / 1000;
   }
+  if (options_.trace_dump.empty()) return absl::OkStatus();
+  std::string rows = "launch\tlabel\tx\ty\tentry_ns\twait_ns\tmark_ns\tstreamed_ns\texit_ns\n";
+  for (size_t i = 0; i < launches.size(); ++i) {
+    const std::string& label = lowered_.specs[launches[i].launch->spec].label;
+    for (const CtaTrace& c : t[i].ctas) {
+      absl::StrAppendFormat(&rows, "%d\t%s\t%d\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\n", i, label, c.x, c.y, c.entry,
+                            c.wait, c.mark, c.streamed, c.exit);
+    }
+  }
+  absl::Status st = fileio::WriteFileAtomically(options_.trace_dump, rows);
+  if (!st.ok()) return absl::Status(st.code(), absl::StrCat("JLLM_TRACE_DUMP: ", st.message()));
   return absl::OkStatus();
 }
 

@@ -41,6 +41,9 @@ struct RunnerOptions {
   // out of every step, so a benchmark shows what they cost inside the captured step
   // ($JLLM_OMIT=head_ops,attention_rows). The outputs are wrong while any is set.
   std::vector<std::string> omit_kernels;
+  // With JLLM_TRACE=1 at load: where the traced decode step's per-CTA stamps go (a tab-separated
+  // file, scripts/trace_ctas.py reads it; $JLLM_TRACE_DUMP); empty: nowhere.
+  std::string trace_dump;
   // After a sampled decode step, the next one is replayed at once on the token its sampler left
   // in the device state, before the host has read that token: the GPU does not idle while the
   // host waits, reads and launches again. A call that does not continue from it (another token

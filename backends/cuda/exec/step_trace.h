@@ -16,6 +16,12 @@ struct TracedLaunch {
   int ctas = 0;  // CTAs launched (grid x · grid y)
 };
 
+// One CTA's stamps, in nanoseconds from the step's first CTA entry (-1: not stamped).
+struct CtaTrace {
+  int x = 0, y = 0;  // blockIdx
+  double entry = 0, wait = -1, mark = -1, streamed = -1, exit = 0;
+};
+
 // One launch on the step's timeline, in nanoseconds from the step's first CTA entry.
 struct LaunchTrace {
   double first_entry = 0;  // its first CTA began (with PDL: possibly long before its predecessor ends)
@@ -29,6 +35,7 @@ struct LaunchTrace {
   // the first) to this one's; and from there to this launch's first CTA past its wait.
   double step = 0;
   double release = -1;
+  std::vector<CtaTrace> ctas;  // its CTAs, in the order they passed the wait (entered, without one)
 };
 
 // `buffer`: the trace as the device left it (header and records); `launches`: the step's
