@@ -36,8 +36,8 @@ __device__ __forceinline__ void AdvanceStep(jllm::cuda::StepState* state, int to
 // The end of a greedy draw spread over a grid, called by every thread of every CTA with its
 // candidate key: the CTA's best goes to keys[its index] behind a ticket, and the last CTA to take
 // one reduces all of them — each thread a few keys in one round trip, not one thread all of them
-// (132 dependent loads were ~15 µs, docs/PERF.md) —, resets the ticket for the next launch and
-// advances the step state.
+// in turn (132 dependent L2 round trips for the logits GEMV's grid) —, resets the ticket for the
+// next launch and advances the step state.
 struct DrawShared {
   jllm_u64 warp_keys[32];
   unsigned last;  // whether this CTA took the last ticket

@@ -55,8 +55,7 @@
 // the decode logits of a greedy step, no K split — the kernel also draws the next token, as
 // sample.cu's greedy path would: once its stream is done each CTA takes the best key
 // (draw_keys.cuh) of the rows it wrote, and the last CTA the best of all, which advances the step
-// state; one launch and one pass over the row fewer a step. Not in the stream: a key per item
-// there cost 4.5 µs of 4b's logits stream, docs/PERF.md).
+// state; one launch and one pass over the row fewer a step; docs/PERF.md).
 //
 // Lanes and rows: a member's row is read by LPR lanes (32, or 8 for pairs), each RPL rows
 // (JLLM_R, or 1 for pairs) per step; lane l reads unit l mod LPR of the step's rows
@@ -592,9 +591,6 @@ __device__ __forceinline__ void HeadTail(const jllm::cuda::GemvArgs& args, int r
   }
 }
 
-// y (or the partial sums) of the item of member-group kM at row0, split `split`. `residual` is
-// residual[WriterRow] (RESIDUAL), loaded when the item began; `x_scale` is StageX's factor (the
-// RMS scale with LATE_NORM, which has no K split).
 // ARGMAX: the ticket of the draw's CTAs, where sample.cu keeps its own.
 __device__ __forceinline__ unsigned* DrawTicket(const jllm::cuda::GemvArgs& args) {
   return args.draw_stamps + geo::SampleTicketWord(kRows[0]);
@@ -614,6 +610,10 @@ __device__ __forceinline__ void DrawFromRows(const jllm::cuda::GemvArgs& args, R
                                    static_cast<DrawPart<kOn>&>(cs).draw);
   }
 }
+
+// y (or the partial sums) of the item of member-group kM at row0, split `split`. `residual` is
+// residual[WriterRow] (RESIDUAL), loaded when the item began; `x_scale` is StageX's factor (the
+// RMS scale with LATE_NORM, which has no K split).
 
 template <int kM>
 __device__ __forceinline__ void Finish(const jllm::cuda::GemvArgs& args, int split, int rg, int row0,
