@@ -34,8 +34,6 @@ __device__ __forceinline__ float Logit(const float* lg, int i) {
   return l != l ? JLLM_NEG_INF : l;
 }
 
-__device__ __forceinline__ jllm_u64 KeyOf(float logit, int id) { return DrawKeyOf(logit, id); }
-__device__ __forceinline__ int IdOf(jllm_u64 key) { return DrawIdOf(key); }
 
 struct Shared {
   double hist_w[256];
@@ -65,7 +63,7 @@ __device__ jllm_u64 SelectFirstReaching(const float* lg, const double* weights, 
     const jllm_u64 upper_mask = shift == 56 ? 0ull : (~0ull << (shift + 8));
     for (int i = tid; i < kV; i += kThreads) {
       const float l = Logit(lg, i);
-      const jllm_u64 key = KeyOf(l, i);
+      const jllm_u64 key = DrawKeyOf(l, i);
       if (key < floor || static_cast<double>(l) < min_logit) continue;
       if ((key & upper_mask) != (prefix & upper_mask)) continue;
       const int b = static_cast<int>((key >> shift) & 255);
@@ -129,7 +127,7 @@ __device__ jllm_u64 SelectFirstReaching(const float* lg, const double* weights, 
       const jllm_u64 mask = ~0ull << shift;
       for (int i = tid; i < kV; i += kThreads) {
         const float l = Logit(lg, i);
-        const jllm_u64 key = KeyOf(l, i);
+        const jllm_u64 key = DrawKeyOf(l, i);
         if (key < floor || static_cast<double>(l) < min_logit) continue;
         if ((key & mask) == prefix) sh.chosen = key;
       }
@@ -164,14 +162,14 @@ __device__ jllm_u64 BestKeyIn(const float* lg, int b4, int e4) {
       const float e[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
 #pragma unroll
       for (int c = 0; c < 4; ++c) {
-        const jllm_u64 k = KeyOf(e[c] != e[c] ? JLLM_NEG_INF : e[c], 4 * i + c);  // as Logit()
+        const jllm_u64 k = DrawKeyOf(e[c] != e[c] ? JLLM_NEG_INF : e[c], 4 * i + c);  // as Logit()
         best = k > best ? k : best;
       }
     }
   }
   if (e4 == kV4) {
     for (int i = 4 * kV4 + tid; i < kV; i += kThreads) {
-      const jllm_u64 k = KeyOf(Logit(lg, i), i);
+      const jllm_u64 k = DrawKeyOf(Logit(lg, i), i);
       best = k > best ? k : best;
     }
   }
@@ -230,7 +228,7 @@ JLLM_KERNEL(sample, jllm::cuda::SampleArgs, kThreads, 1) {
   jllm_u64 chosen = best;
 
   if (p.temperature > 0.0f) {
-    const double best_logit = Logit(lg, IdOf(best));
+    const double best_logit = Logit(lg, DrawIdOf(best));
     const bool uniform = best_logit == static_cast<double>(JLLM_NEG_INF);  // every logit masked
     jllm_u64 floor = 0;
     if (p.top_k > 0 && p.top_k < kV) {
@@ -241,7 +239,7 @@ JLLM_KERNEL(sample, jllm::cuda::SampleArgs, kThreads, 1) {
       double local = 0;
       for (int i = tid; i < kV; i += kThreads) {
         const float l = Logit(lg, i);
-        const bool member = KeyOf(l, i) >= floor && static_cast<double>(l) >= min_logit;
+        const bool member = DrawKeyOf(l, i) >= floor && static_cast<double>(l) >= min_logit;
         const double w = !member ? 0.0 : uniform ? 1.0 : exp((static_cast<double>(l) - best_logit) / t);
         args.weights[i] = w;
         local += w;
@@ -261,5 +259,5 @@ JLLM_KERNEL(sample, jllm::cuda::SampleArgs, kThreads, 1) {
     chosen = SelectFirstReaching(lg, args.weights, floor, min_logit, u * z, true, sh);
   }
 
-  if (tid == 0) jllm_kernels::AdvanceStep(args.state, IdOf(chosen), pos, serial);
+  if (tid == 0) jllm_kernels::AdvanceStep(args.state, DrawIdOf(chosen), pos, serial);
 }
