@@ -675,6 +675,74 @@ TEST(EmuModelTest, GreedyStepsDrawInTheLogitsGemvAsTheSamplerDoes) {
   }
 }
 
+// JLLM_GEMV_EMBED=1: the first QKV GEMV stages the token's embedding row itself (gemv.cu EMBED)
+// and embed.cu leaves the decode step. Against embed.cu (the switch at 0): the same tokens and
+// logits through greedy steps and one with a repetition penalty (which reads the context record
+// the GEMV's CTA 0 writes), one launch a step fewer, the lowering's one "+embed" GEMV; and an
+// out-of-vocabulary token is still refused by the step, not read past the table.
+TEST(EmuModelTest, FirstGemvStagesTheEmbeddingRowAsEmbedDoes) {
+  const ir::Graph graph = Lowered(true);
+  BlobWeightSource weights(Blob());
+  constexpr int64_t kContext = 24, kLogitsAt = 14, kPenaltyAt = 17;
+  struct Run {
+    std::vector<int32_t> tokens;
+    std::vector<float> logits;
+    std::vector<int64_t> launches;  // a step's
+    int embed_launches = -1, embed_gemvs = -1;  // in the lowered decode step
+    absl::Status out_of_vocabulary;
+  };
+  auto generate = [&](const char* fold, Run& r) {
+    ::jllm::testing::ScopedEnv env(std::vector<std::pair<std::string, std::string>>{{"JLLM_GEMV_EMBED", fold}});
+    auto lg = LowerGraph(graph);
+    ASSERT_TRUE(lg.ok()) << lg.status();
+    r.embed_launches = r.embed_gemvs = 0;
+    for (const NodeLowering& nl : lg->nodes) {
+      for (const Launch& l : nl.decode) {
+        r.embed_launches += l.kind == LaunchKind::kEmbed;
+        r.embed_gemvs += absl::EndsWith(lg->specs[l.spec].label, "+embed");
+      }
+    }
+    CudaBackendOptions o;
+    o.decode_ahead = false;  // one step's launches at a time
+    EmuDevice* emu = nullptr;
+    auto gpu = LoadEmulated(graph, weights, kContext, 16, o, {}, &emu);
+    ASSERT_TRUE(gpu.ok()) << gpu.status();
+    const SamplingParams greedy{.temperature = 0};
+    const SamplingParams penalized{.temperature = 0, .repeat_penalty = 1.5f, .repeat_last_n = 16};
+    auto first = (*gpu)->Step(kHelloWorld, 0, StepOptions{.sampling = &greedy});
+    ASSERT_TRUE(first.ok()) << first.status();
+    int32_t token = *first;
+    for (int64_t pos = static_cast<int64_t>(kHelloWorld.size()); pos < kContext - 1; ++pos) {
+      StepOptions so{.sampling = pos == kPenaltyAt ? &penalized : &greedy};
+      if (pos == kLogitsAt) so.logits = &r.logits;
+      const int64_t before = emu->launches();
+      auto next = (*gpu)->Step(absl::MakeConstSpan(&token, 1), pos, so);
+      ASSERT_TRUE(next.ok()) << "position " << pos << ": " << next.status();
+      r.launches.push_back(emu->launches() - before);
+      r.tokens.push_back(token = *next);
+    }
+    const int32_t bad = 1 << 20;  // past any table of the tiny model
+    r.out_of_vocabulary = (*gpu)->Step(absl::MakeConstSpan(&bad, 1), kContext - 1, StepOptions{.sampling = &greedy}).status();
+  };
+  Run embed, fold;
+  generate("0", embed);
+  generate("1", fold);
+  EXPECT_EQ(embed.embed_launches, 1);
+  EXPECT_EQ(embed.embed_gemvs, 0);
+  EXPECT_EQ(fold.embed_launches, 0);
+  EXPECT_EQ(fold.embed_gemvs, 1);
+  ASSERT_EQ(embed.tokens.size(), static_cast<size_t>(kContext - 1) - kHelloWorld.size());
+  EXPECT_EQ(fold.tokens, embed.tokens);
+  ASSERT_FALSE(embed.logits.empty());
+  EXPECT_EQ(fold.logits, embed.logits);
+  ASSERT_EQ(fold.launches.size(), embed.launches.size());
+  for (size_t i = 0; i < fold.launches.size(); ++i) {
+    EXPECT_EQ(fold.launches[i], embed.launches[i] - 1) << "position " << kHelloWorld.size() + i;
+  }
+  EXPECT_EQ(embed.out_of_vocabulary.code(), absl::StatusCode::kOutOfRange) << embed.out_of_vocabulary;
+  EXPECT_EQ(fold.out_of_vocabulary.code(), absl::StatusCode::kOutOfRange) << fold.out_of_vocabulary;
+}
+
 TEST(EmuModelSessionTest, GeneratesCpuRefsTokensGreedyAndSeeded) {
   const ir::Graph graph = Lowered(true);
   for (const SamplingParams sampling :

@@ -760,6 +760,67 @@ TEST(Lowering, GreedyStepsDrawInTheLogitsGemv) {
   }
 }
 
+// JLLM_GEMV_EMBED=1: the decode step's first GEMV (0.6b's QKV, normed, reading the embedding's
+// output) stages the token's row of the q6_K table itself — no embed launch in the decode step,
+// the GEMV's EMBED defines name the table's type and rows, its operands the tokens, positions,
+// table and the residual value it writes (its x) — while prefill keeps embed.cu; at 0 (the
+// default), with XLANES 4 (runs of 4 columns a lane, not 8) or with the late norm off, nothing
+// folds.
+TEST(Lowering, FirstGemvStagesTheEmbeddingRowBySwitch) {
+  auto g = testing::PresetGraph("0.6b");
+  ASSERT_TRUE(g.ok()) << g.status();
+  ASSERT_EQ(g->nodes[0].op, ir::OpKind::kEmbed);
+  const ir::WeightRef& table = g->weights[g->nodes[0].weights[0]];
+  ASSERT_EQ(table.type, GgmlType::kQ6_K);
+  const std::vector<std::vector<std::pair<std::string, std::string>>> settings = {
+      {}, {{"JLLM_GEMV_EMBED", "1"}}, {{"JLLM_GEMV_EMBED", "1"}, {"JLLM_GEMV_X_LANES", "4"}},
+      {{"JLLM_GEMV_EMBED", "1"}, {"JLLM_GEMV_LATE_NORM", "0"}}};
+  for (size_t i = 0; i < settings.size(); ++i) {
+    SCOPED_TRACE(absl::StrCat("setting ", i));
+    ::jllm::testing::ScopedEnv env(settings[i]);
+    const bool folds = i == 1;
+    auto lg = LowerGraph(*g);
+    ASSERT_TRUE(lg.ok()) << lg.status();
+    ASSERT_EQ(lg->nodes[0].prefill.size(), 1u);
+    EXPECT_EQ(lg->nodes[0].prefill[0].kind, LaunchKind::kEmbed);
+    int embed_gemvs = 0;
+    for (const KernelSpec& s : lg->specs) embed_gemvs += absl::StrContains(s.defines, "JLLM_EMBED=");
+    EXPECT_EQ(embed_gemvs, folds ? 1 : 0);
+    ASSERT_EQ(lg->nodes[0].decode.size(), folds ? 0u : 1u);
+    ASSERT_EQ(lg->nodes[1].decode.size(), 1u);
+    const Launch& first = lg->nodes[1].decode[0];
+    ASSERT_EQ(first.kind, LaunchKind::kGemv);
+    const KernelSpec& fs = lg->specs[first.spec];
+    if (!folds) {
+      EXPECT_FALSE(first.ops[slot::kGemvEmbedTable].present());
+      EXPECT_FALSE(absl::StrContains(fs.label, "+embed"));
+      continue;
+    }
+    EXPECT_TRUE(absl::EndsWith(fs.label, " +embed")) << fs.label;
+    EXPECT_EQ(Define(fs, "JLLM_EMBED"), "1");
+    EXPECT_EQ(Define(fs, "JLLM_EMBED_TYPE"), absl::StrCat(static_cast<int>(table.type)));
+    EXPECT_EQ(Define(fs, "JLLM_EMBED_V"), absl::StrCat(table.dim(1)));
+    EXPECT_EQ(Define(fs, "JLLM_NORM"), "1");
+    EXPECT_EQ(Define(fs, "JLLM_KSPLIT"), "1");
+    const ir::Node& embed = g->nodes[0];
+    EXPECT_EQ(first.ops[slot::kGemvEmbedTokens].id, embed.inputs[0]);
+    EXPECT_EQ(first.ops[slot::kGemvEmbedPos].id, *g->FindValue(ir::kPositionsInput));
+    EXPECT_EQ(first.ops[slot::kGemvEmbedTable].kind, Operand::Kind::kWeight);
+    EXPECT_EQ(first.ops[slot::kGemvEmbedTable].id, embed.weights[0]);
+    EXPECT_EQ(first.ops[slot::kGemvEmbedY].id, embed.outputs[0]);
+    EXPECT_EQ(first.ops[slot::kGemvX].id, embed.outputs[0]);
+    // The tokens and positions live until the GEMV reads them (memory_plan.cc).
+    EXPECT_THAT(lg->nodes[1].extra_reads,
+                ::testing::UnorderedElementsAre(embed.inputs[0], *g->FindValue(ir::kPositionsInput)));
+    // Every later GEMV stages x as before.
+    for (size_t n = 2; n < lg->nodes.size(); ++n) {
+      for (const Launch& l : lg->nodes[n].decode) {
+        if (l.kind == LaunchKind::kGemv) EXPECT_FALSE(l.ops[slot::kGemvEmbedTable].present()) << "node " << n;
+      }
+    }
+  }
+}
+
 // JLLM_GEMV_TMA (on by default): every decode GEMV of the 4b preset reads its ring through
 // tensor maps, one a matrix with the box of an item's rows × a step, and takes the alignment
 // slack; never with the switch at 0, on a target without tensor-map copies, with cp.async, or

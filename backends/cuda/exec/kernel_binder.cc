@@ -149,6 +149,13 @@ absl::StatusOr<std::vector<uint8_t>> BindArgs(const ir::Graph& graph, const Memo
         ASSIGN_OR_RETURN(a.pos, As<const int>(r, l.ops[slot::kGemvHeadPos]));
         a.max_ctx = static_cast<int>(b.max_context);
       }
+      if (l.ops[slot::kGemvEmbedTable].present()) {  // JLLM_EMBED: the embedding row is x
+        ASSIGN_OR_RETURN(a.embed_table, As<const void>(r, l.ops[slot::kGemvEmbedTable]));
+        ASSIGN_OR_RETURN(a.embed_tokens, As<const int>(r, l.ops[slot::kGemvEmbedTokens]));
+        ASSIGN_OR_RETURN(a.pos, As<const int>(r, l.ops[slot::kGemvEmbedPos]));
+        ASSIGN_OR_RETURN(a.embed_y, As<float>(r, l.ops[slot::kGemvEmbedY]));
+        a.ctx_tokens = b.context_tokens;
+      }
       for (int m = 0; m < 3; ++m) {  // JLLM_TMA: each matrix's boxes, encoded by the device
         if (l.tile[m].box_bytes == 0) continue;
         TileBox box = l.tile[m];

@@ -55,7 +55,10 @@
 // the decode logits of a greedy step, no K split — the kernel also draws the next token, as
 // sample.cu's greedy path would: once its stream is done each CTA takes the best key
 // (draw_keys.cuh) of the rows it wrote, and the last CTA the best of all, which advances the step
-// state; one launch and one pass over the row fewer a step; docs/PERF.md).
+// state; one launch and one pass over the row fewer a step; docs/PERF.md), JLLM_EMBED (1, with
+// JLLM_EMBED_TYPE and JLLM_EMBED_V, the table's type and rows: the step's first GEMV, whose x is
+// the token's embedding row — every CTA dequantizes it as embed.cu would, 8 columns at a time in
+// the quantized-x pass, and CTA 0 writes it on as the residual stream; one launch a step fewer).
 //
 // Lanes and rows: a member's row is read by LPR lanes (32, or 8 for pairs), each RPL rows
 // (JLLM_R, or 1 for pairs) per step; lane l reads unit l mod LPR of the step's rows
@@ -96,6 +99,13 @@ constexpr bool kLazyScale = kLateNorm && JLLM_LAZY_SCALE;
 #define JLLM_ARGMAX 0
 #endif
 constexpr bool kArgmax = JLLM_ARGMAX;
+#ifndef JLLM_EMBED
+#define JLLM_EMBED 0
+#define JLLM_EMBED_TYPE 0
+#define JLLM_EMBED_V 1
+#endif
+constexpr bool kEmbed = JLLM_EMBED;
+constexpr int kEmbedType = JLLM_EMBED_TYPE, kEmbedRows = JLLM_EMBED_V;
 #ifndef JLLM_EARLY_SLOTS
 #define JLLM_EARLY_SLOTS (JLLM_RING > 0 ? JLLM_RING - 1 : 0)
 #endif
@@ -387,6 +397,28 @@ __device__ __forceinline__ void StageXqOf(const float (&v)[kXElems], float amax,
   }
 }
 
+// EMBED: the token's row of the embedding table (null for an out-of-vocabulary id, whose x is
+// zeros), after the grid wait. CTA 0 also records the token for the sampler's repetition penalty
+// and flags a bad id in the step state, as embed.cu does.
+__device__ __forceinline__ const jllm_u8* EmbedRow(const jllm::cuda::GemvArgs& args) {
+  if constexpr (!kEmbed) {
+    return nullptr;
+  } else {
+    const int token = args.embed_tokens[0];
+    const bool ok = token >= 0 && token < kEmbedRows;
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+      if (!ok) {
+        atomicOr(&args.state->error, jllm::cuda::kStepErrorTokenRange);
+      } else if (args.pos != nullptr) {
+        args.ctx_tokens[args.pos[0]] = token;
+      }
+    }
+    return ok ? static_cast<const jllm_u8*>(args.embed_table) +
+                    static_cast<long long>(token) * jllm::cuda::layout::RowStride(kEmbedType, kK)
+              : nullptr;
+  }
+}
+
 // x[e..e + 4).
 __device__ __forceinline__ float4 LoadX4(const jllm::cuda::GemvArgs& args, int e) {
   return *reinterpret_cast<const float4*>(args.x + e);
@@ -458,6 +490,9 @@ __device__ __forceinline__ float StageX(const jllm::cuda::GemvArgs& args, int s_
   constexpr bool kAnyF32 = StagesF32<0>() || StagesF32<1>() || StagesF32<2>();
   constexpr bool kAnyXq = StagesXq<0>() || StagesXq<1>() || StagesXq<2>();
   constexpr bool kXqLoop = kAnyXq || StagesSums<0>() || StagesSums<1>() || StagesSums<2>();
+  static_assert(!kEmbed || (kLateNorm && kXqLoop && !kAnyF32 && kXElems % 8 == 0),
+                "EMBED dequantizes the row in the quantized-x pass, 8 columns at a time, with LATE_NORM");
+  const jllm_u8* erow = EmbedRow(args);
   if constexpr (!kXqLoop) after_loads();
   if constexpr (kAnyF32) {
     for (int e = e0 + 4 * threadIdx.x; e < e1; e += 4 * kThreads) {
@@ -479,8 +514,21 @@ __device__ __forceinline__ float StageX(const jllm::cuda::GemvArgs& args, int s_
       const int e = e0 + kXElems * static_cast<int>(threadIdx.x) + kXElems * kThreads * it;
       if (e - kXElems * lane >= e1) break;  // warp-uniform
       trips = it + 1;
+      if constexpr (kEmbed) {
+        float d[kXElems] = {};
+        if (e < e1 && erow != nullptr) {
 #pragma unroll
-      for (int i = 0; i < kXF4; ++i) raw[it][i] = e < e1 ? LoadX4(args, e + 4 * i) : make_float4(0.f, 0.f, 0.f, 0.f);
+          for (int h = 0; h < kXElems / 8; ++h) Dequant8<kEmbedType, kK>(erow, e + 8 * h, d + 8 * h);
+        }
+#pragma unroll
+        for (int i = 0; i < kXF4; ++i) {
+          raw[it][i] = make_float4(d[4 * i], d[4 * i + 1], d[4 * i + 2], d[4 * i + 3]);
+          if (blockIdx.x == 0 && e < e1) *reinterpret_cast<float4*>(args.embed_y + e + 4 * i) = raw[it][i];
+        }
+      } else {
+#pragma unroll
+        for (int i = 0; i < kXF4; ++i) raw[it][i] = e < e1 ? LoadX4(args, e + 4 * i) : make_float4(0.f, 0.f, 0.f, 0.f);
+      }
     }
     after_loads();
 #pragma unroll

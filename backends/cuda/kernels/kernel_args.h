@@ -85,6 +85,13 @@ struct GemvArgs {
   unsigned* draw_stamps;
   StepState* state;
   TileMap tmap[3];  // TMA: member m's tile map (the ring's boxes of w[m]); else unset
+  // EMBED (the step's first GEMV): x is row tokens[0] of `table`, dequantized as embed.cu does;
+  // CTA 0 writes it to `y` (the residual stream's first value) and records the token at
+  // ctx_tokens[pos[0]]; an out-of-vocabulary id sets the step state's error and reads zeros.
+  const void* embed_table;
+  const int* embed_tokens;
+  int* ctx_tokens;
+  float* embed_y;
 };
 
 // y = W · x for T tokens (x [T, K], y [T, N]), + residual [T, N].

@@ -120,6 +120,11 @@ constexpr int kGemvSmallItemsPerWarpX10 = 10;
 // kernel a layer fewer — a per-head ticket, and the warp that completes a head transforms it) or
 // head_ops runs after it (0, the default until measured; JLLM_GEMV_HEAD; docs/PERF.md).
 constexpr int kGemvHead = 0;
+// The step's first GEMV stages the token's embedding row itself (1: gemv.cu EMBED — dequantized
+// from the table as embed.cu does, CTA 0 writing the residual stream's first value — one launch
+// and one boundary a step fewer) or embed.cu runs before it (0, the default until measured;
+// JLLM_GEMV_EMBED; docs/PERF.md).
+constexpr int kGemvEmbed = 0;
 // Prefill GEMM tiles: BN 128 tokens per CTA since stop 18 (pp512 on the H200: 4b +30 %, 14b +19 %,
 // 0.6b +8 % over 64: each weight tile is dequantized for twice the tokens; 32 loses 40-50 %).
 constexpr int kGemmBm = 128, kGemmBn = 128, kGemmTm = 8, kGemmTn = 4;
@@ -433,7 +438,7 @@ class Lowerer {
   // `head`: the qk_norm_rope_kv_append node to run in the GEMV's tail (FusableHeadIntoGemv), or null.
   Launch Gemv(const std::vector<ir::WeightId>& members, Operand x, Operand gamma, Operand residual,
               const std::vector<Operand>& ys, float eps, bool swiglu, bool ffn = false,
-              const ir::Node* head = nullptr, bool argmax = false) {
+              const ir::Node* head = nullptr, bool argmax = false, bool embed = false) {
     const int64_t k = W(members[0]).dim(0);
     const bool norm = gamma.present();
     // The GEMV knobs: the tuning table's values for this shape (tuning.h) where it has them,
@@ -568,6 +573,17 @@ class Lowerer {
     defs.push_back(D("JLLM_RESIDUAL", residual.present()));
     defs.push_back(D("JLLM_SWIGLU", swiglu));
     if (argmax) defs.push_back(D("JLLM_ARGMAX", 1));
+    // EMBED: x is the token's embedding row, which the quantized-x pass dequantizes 8 columns at
+    // a time in the pass that also sums x² (LATE_NORM: no K split).
+    embed = embed && norm && ksplit == 1 && x_planes > 0 && 16 % (8 * knob("x_lanes", kGemvXLanes)) == 0 &&
+            knob("late_norm", kGemvLateNorm) != 0;
+    for (size_t m = 0; m < members.size() && embed; ++m) embed = layout::BlockElems(static_cast<int>(W(members[m]).type)) > 1;
+    if (embed) {
+      const ir::WeightRef& table = W(embed_.table);
+      defs.push_back(D("JLLM_EMBED", 1));
+      defs.push_back(D("JLLM_EMBED_TYPE", static_cast<int>(table.type)));
+      defs.push_back(D("JLLM_EMBED_V", table.dim(1)));
+    }
     const ir::QkNormRopeKvAppendAttrs* ha = head != nullptr ? &head->attrs_as<ir::QkNormRopeKvAppendAttrs>() : nullptr;
     if (ha != nullptr) {
       defs.push_back(D("JLLM_HEAD", 1));
@@ -582,7 +598,8 @@ class Lowerer {
                                      chunk > 1 ? absl::StrCat(" chunk", chunk) : "", tma ? " tma" : "",
                                      weighted ? " weighted" : "",
                                      any_pairs ? " pairs" : "",
-                                     ha != nullptr ? " +head_ops" : "", argmax ? " +argmax" : ""),
+                                     ha != nullptr ? " +head_ops" : "", argmax ? " +argmax" : "",
+                                     embed ? " +embed" : ""),
                         defs, 32 * nw);
     s.grid_x = row_groups * ksplit;  // at most one CTA an item
     // JLLM_GEMV_GRID=N: at most N CTAs (0, the default: as many as fit the SMs). Fewer than fit
@@ -601,6 +618,7 @@ class Lowerer {
     const int64_t out_rows = swiglu ? W(members[0]).dim(1) : total_rows;
     s.bytes_per_token = (k + out_rows + (residual.present() ? out_rows : 0)) * 4;
     s.flops_per_token = 2 * total_rows * k;
+    if (embed) s.bytes_per_token += layout::RowStride(static_cast<int>(W(embed_.table).type), k);  // + the row written
     if (ha != nullptr) {  // the head rows read back, q written, k and v appended
       s.bytes_per_token += (total_rows + ha->n_head * ha->head_dim) * 4 +
                            2 * ha->n_head_kv * ha->head_dim * KvElemBytes(g_.kv_dtypes[ha->layer]);
@@ -620,6 +638,12 @@ class Lowerer {
       const int type = static_cast<int>(w.type), step = geo::GemvStepBytes(type, pairs);
       l.tile[m] = TileBox{nullptr, layout::TailOffset(type, k), w.dim(1), layout::RowStride(type, k), step,
                           geo::GemvItemRows(type, pairs, r)};
+    }
+    if (embed) {
+      l.ops[slot::kGemvEmbedTokens] = embed_.tokens;
+      l.ops[slot::kGemvEmbedPos] = embed_.pos;
+      l.ops[slot::kGemvEmbedTable] = Operand::Weight(embed_.table);
+      l.ops[slot::kGemvEmbedY] = x;
     }
     l.p0 = eps;
     if (ksplit > 1) {
@@ -826,7 +850,14 @@ class Lowerer {
       nl.decode.push_back(Elementwise(1, Operand::Temp(0), Operand::Temp(1), ys[0], f));
     } else {
       const ir::Node* head = a.swiglu || a.residual ? nullptr : FusableHeadIntoGemv(n, members);
-      nl.decode.push_back(Gemv(members, x, gamma, residual, ys, eps, a.swiglu, ffn, head));
+      const bool embed = embed_.node >= 0 && n.inputs[0] == embed_.out &&
+                         TuningOverride("JLLM_GEMV_EMBED", kGemvEmbed, /*min=*/0, /*max=*/1) != 0;
+      nl.decode.push_back(Gemv(members, x, gamma, residual, ys, eps, a.swiglu, ffn, head, false, embed));
+      if (nl.decode.back().ops[slot::kGemvEmbedTable].present()) {  // the embed node's launch is this one
+        out_.nodes[embed_.node].decode.clear();
+        nl.extra_reads.push_back(embed_.tokens.id);
+        if (embed_.pos.present()) nl.extra_reads.push_back(embed_.pos.id);
+      }
       if (head != nullptr) {
         fused_head_node_ = node_ + 1;  // its decode launch is this one
         nl.early_outputs = {head->outputs[0]};
@@ -923,6 +954,10 @@ class Lowerer {
     l.spec = Add(std::move(s));
     l.ops = {Operand::Value(n.inputs[0]), pos ? Operand::Value(*pos) : Operand::None(),
              Operand::Weight(n.weights[0]), Operand::Value(n.outputs[0])};
+    // A single-token embedding the next GEMV may stage itself (JLLM_GEMV_EMBED, LowerMatMul).
+    if (layout::BlockElems(static_cast<int>(table.type)) > 1) {
+      embed_ = {node_, n.outputs[0], l.ops[slot::kEmbedTokens], l.ops[slot::kEmbedPos], n.weights[0]};
+    }
     nl.decode.push_back(l);
     nl.prefill.push_back(l);
     return absl::OkStatus();
@@ -1263,6 +1298,15 @@ class Lowerer {
   LoweredGraph out_;
   int node_ = 0;
   int fused_head_node_ = -1;  // the head op node whose decode launch is a QKV GEMV's tail
+  // The last embedding node (LowerEmbed) and its operands: a GEMV reading its output as x may
+  // stage the row itself (JLLM_GEMV_EMBED); node -1: none.
+  struct EmbedSource {
+    int node = -1;
+    ir::ValueId out = -1;
+    Operand tokens, pos;
+    ir::WeightId table = -1;
+  };
+  EmbedSource embed_;
 };
 
 }  // namespace

@@ -62,10 +62,12 @@ enum class LaunchKind : uint8_t {
 
 // Operand slots of each kind, in Launch::ops.
 namespace slot {
-// kGemvHeadPos..kGemvHeadCache: the QKV GEMV with the next node's head ops in its tail (else absent).
+// kGemvHeadPos..kGemvHeadCache: the QKV GEMV with the next node's head ops in its tail (else absent);
+// kGemvEmbedTokens..kGemvEmbedY: the first GEMV staging the embedding row itself (else absent).
 enum Gemv {
   kGemvX, kGemvGamma, kGemvResidual, kGemvW0, kGemvW1, kGemvW2, kGemvY0, kGemvY1, kGemvY2,
-  kGemvHeadPos, kGemvHeadQGamma, kGemvHeadKGamma, kGemvHeadYq, kGemvHeadCache, kGemvCount
+  kGemvHeadPos, kGemvHeadQGamma, kGemvHeadKGamma, kGemvHeadYq, kGemvHeadCache,
+  kGemvEmbedTokens, kGemvEmbedPos, kGemvEmbedTable, kGemvEmbedY, kGemvCount
 };
 enum Gemm { kGemmX, kGemmResidual, kGemmW, kGemmY, kGemmW2, kGemmCount };
 enum Embed { kEmbedTokens, kEmbedPos, kEmbedTable, kEmbedY, kEmbedCount };
