@@ -291,7 +291,9 @@ TEST(EmuModelTest, TracedDecodeStepPutsEveryKernelOnTheTimeline) {
     std::vector<float> prefill, decode;
     CudaBackendOptions o;
     if (trace) o.trace_dump = dump;
-    auto gpu = LoadEmulated(graph, weights, /*context=*/32, /*step_tokens=*/8, o);
+    EmuOptions emu;
+    emu.resident_ctas = 4;  // CTAs side by side, each on its own "SM" (the dump's sm column)
+    auto gpu = LoadEmulated(graph, weights, /*context=*/32, /*step_tokens=*/8, o, std::move(emu));
     EXPECT_TRUE(gpu.ok()) << gpu.status();
     if (!gpu.ok()) return decode;
     EXPECT_TRUE((*gpu)->Forward(prompt, 0, LogitsRows::kLast, &prefill).ok());
@@ -327,17 +329,18 @@ TEST(EmuModelTest, TracedDecodeStepPutsEveryKernelOnTheTimeline) {
       const std::vector<std::string> lines = absl::StrSplit(::jllm::testing::ReadFile(dump), '\n', absl::SkipEmpty());
       EXPECT_FALSE(lines.empty()) << dump;
       if (lines.empty()) return decode;
-      EXPECT_EQ(lines[0], "launch\tlabel\tx\ty\tentry_ns\twait_ns\tmark_ns\tstreamed_ns\texit_ns");
-      std::set<int> launches;
+      EXPECT_EQ(lines[0], "launch\tlabel\tx\ty\tsm\tentry_ns\twait_ns\tmark_ns\tstreamed_ns\texit_ns");
+      std::set<int> launches, sms;
       std::set<std::string> labels;
       for (size_t i = 1; i < lines.size(); ++i) {
         const std::vector<std::string> f = absl::StrSplit(lines[i], '\t');
-        EXPECT_EQ(f.size(), 9u) << lines[i];
-        if (f.size() != 9) continue;
+        EXPECT_EQ(f.size(), 10u) << lines[i];
+        if (f.size() != 10) continue;
         launches.insert(std::stoi(f[0]));
         labels.insert(f[1]);
-        const double entry = std::stod(f[4]), wait = std::stod(f[5]), mark = std::stod(f[6]),
-                     streamed = std::stod(f[7]), exit = std::stod(f[8]);
+        sms.insert(std::stoi(f[4]));
+        const double entry = std::stod(f[5]), wait = std::stod(f[6]), mark = std::stod(f[7]),
+                     streamed = std::stod(f[8]), exit = std::stod(f[9]);
         EXPECT_GE(entry, 0) << lines[i];
         if (wait >= 0) EXPECT_LE(entry, wait) << lines[i];
         EXPECT_LE(std::max(entry, wait), exit) << lines[i];
@@ -351,6 +354,7 @@ TEST(EmuModelTest, TracedDecodeStepPutsEveryKernelOnTheTimeline) {
       for (const KernelTiming& k : *timings) names.insert(k.name);
       EXPECT_EQ(labels, names);
       EXPECT_EQ(static_cast<int>(launches.size()), *launches.rbegin() + 1);  // every launch, from 0
+      EXPECT_EQ(sms, (std::set<int>{0, 1, 2, 3}));  // the SM: the CTA's slot of the 4 resident ones
       std::remove(dump.c_str());
     }
     return decode;

@@ -16,7 +16,7 @@ namespace tr = trace;
 struct Rec {
   int tag, x;
   uint64_t entry, wait, mark, exit, streamed = 0;
-  int y = 0;
+  int y = 0, sm = 0;
 };
 
 std::vector<uint64_t> Buffer(const std::vector<Rec>& recs, uint64_t capacity = 64) {
@@ -31,6 +31,7 @@ std::vector<uint64_t> Buffer(const std::vector<Rec>& recs, uint64_t capacity = 6
     r[tr::kMark] = recs[i].mark;
     r[tr::kExit] = recs[i].exit;
     r[tr::kStreamed] = recs[i].streamed;
+    r[tr::kSm] = recs[i].sm;
   }
   return b;
 }
@@ -42,7 +43,7 @@ TEST(StepTrace, RecordsMatchTheirLaunchesOnTheTimeline) {
       {1, 1, 1500, 3700, 3900, 5000, 4600},  // kernel 1, second launch
       {2, 0, 1200, 2000, 0, 3000},     // kernel 2
       {1, 0, 1000, 1100, 1300, 2000, 1800},  // kernel 1, first launch
-      {2, 2, 1250, 2100, 0, 3400, 0, 5},
+      {2, 2, 1250, 2100, 0, 3400, 0, 5, 131},
       {1, 0, 2500, 3600, 3800, 4800, 4700},  // kernel 1, second launch
       {1, 1, 1000, 1150, 1350, 1900, 1750},  // kernel 1, first launch
       {2, 1, 1220, 2050, 0, 3100},
@@ -91,6 +92,8 @@ TEST(StepTrace, RecordsMatchTheirLaunchesOnTheTimeline) {
   const CtaTrace& c = (*t)[1].ctas[2];  // the last past its wait: x 2, y 5, no mark or stream
   EXPECT_EQ(c.x, 2);
   EXPECT_EQ(c.y, 5);
+  EXPECT_EQ(c.sm, 131);
+  EXPECT_EQ((*t)[1].ctas[0].sm, 0);
   EXPECT_EQ(c.wait, 1100);
   EXPECT_EQ(c.mark, -1);
   EXPECT_EQ(c.streamed, -1);

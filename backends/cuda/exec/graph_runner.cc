@@ -689,12 +689,12 @@ absl::Status GraphRunner::TraceDecodeStep(const std::vector<Planned>& launches, 
     it->spread_us += (t[i].last_exit - t[i].median_exit) / 1000;
   }
   if (options_.trace_dump.empty()) return absl::OkStatus();
-  std::string rows = "launch\tlabel\tx\ty\tentry_ns\twait_ns\tmark_ns\tstreamed_ns\texit_ns\n";
+  std::string rows = "launch\tlabel\tx\ty\tsm\tentry_ns\twait_ns\tmark_ns\tstreamed_ns\texit_ns\n";
   for (size_t i = 0; i < launches.size(); ++i) {
     const std::string& label = lowered_.specs[launches[i].launch->spec].label;
     for (const CtaTrace& c : t[i].ctas) {
-      absl::StrAppendFormat(&rows, "%d\t%s\t%d\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\n", i, label, c.x, c.y, c.entry,
-                            c.wait, c.mark, c.streamed, c.exit);
+      absl::StrAppendFormat(&rows, "%d\t%s\t%d\t%d\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\n", i, label, c.x, c.y, c.sm,
+                            c.entry, c.wait, c.mark, c.streamed, c.exit);
     }
   }
   absl::Status st = fileio::WriteFileAtomically(options_.trace_dump, rows);

@@ -62,7 +62,8 @@ absl::StatusOr<std::vector<LaunchTrace>> ReadStepTrace(absl::Span<const uint64_t
       const uint64_t id = rec[tr::kId];
       t.ctas.push_back({static_cast<int>(id & ((uint64_t{1} << tr::kYShift) - 1)),
                         static_cast<int>((id >> tr::kYShift) & ((uint64_t{1} << (tr::kTagShift - tr::kYShift)) - 1)),
-                        at(tr::kEntry), at(tr::kWait), at(tr::kMark), at(tr::kStreamed), at(tr::kExit)});
+                        static_cast<int>(rec[tr::kSm]), at(tr::kEntry), at(tr::kWait), at(tr::kMark),
+                        at(tr::kStreamed), at(tr::kExit)});
     }
     begin += l.ctas;
     std::nth_element(exits.begin(), exits.begin() + exits.size() / 2, exits.end());

@@ -19,6 +19,7 @@ struct TracedLaunch {
 // One CTA's stamps, in nanoseconds from the step's first CTA entry (-1: not stamped).
 struct CtaTrace {
   int x = 0, y = 0;  // blockIdx
+  int sm = -1;       // the SM it ran on
   double entry = 0, wait = -1, mark = -1, streamed = -1, exit = 0;
 };
 

@@ -91,6 +91,16 @@ typedef long long jllm_i64;
 #include "kernel_trace.h"
 // The CTA's record in the step's trace buffer (set by jllm_trace_enter for the whole CTA).
 __shared__ jllm_u64* jllm_trace_rec;
+// The SM a CTA runs on (the emulation: its resident slot, emu_launch's `resident`).
+__device__ __forceinline__ jllm_u32 jllm_smid() {
+#if defined(JLLM_EMULATE)
+  return emu_smid();
+#else
+  jllm_u32 sm;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+  return sm;
+#endif
+}
 __device__ __forceinline__ jllm_u64 jllm_now_ns() {
 #if defined(JLLM_EMULATE)
   return emu_now_ns();
@@ -113,6 +123,7 @@ __device__ __forceinline__ void jllm_trace_enter(jllm_u64* trace) {
                        (static_cast<jllm_u64>(blockIdx.y) << tr::kYShift) | blockIdx.x;
         rec[tr::kEntry] = jllm_now_ns();
         rec[tr::kWait] = rec[tr::kMark] = rec[tr::kExit] = rec[tr::kStreamed] = 0;
+        rec[tr::kSm] = jllm_smid();
       }
     }
     jllm_trace_rec = rec;

@@ -11,7 +11,9 @@
 namespace jllm::cuda::trace {
 
 inline constexpr int kWords = 8;  // 64-bit words a record (and the header) takes
-enum Field { kId, kEntry, kWait, kMark, kExit, kStreamed };  // word of a record; 0: never reached
+// Word of a record; a time 0: never reached. kSm: the SM the CTA ran on (%smid), which says
+// whether a late CTA waited for the SM's previous CTA to leave.
+enum Field { kId, kEntry, kWait, kMark, kExit, kStreamed, kSm };
 // kId: the kernel's tag (its spec's index + 1) << kTagShift | blockIdx.y << kYShift | blockIdx.x.
 inline constexpr int kTagShift = 40, kYShift = 20;
 

@@ -152,6 +152,7 @@ inline EmuCta* emu_cta = nullptr;
 inline uint64_t emu_progress = 0;  // arrivals and exits: a scheduler round without any is a deadlock
 
 inline unsigned char* emu_dynamic_smem() { return emu_cta->smem.data(); }
+inline unsigned emu_smid() { return emu_cta->stack_slot; }  // %smid: the CTA's resident slot
 
 inline void emu_yield() {
   EmuCta& c = *emu_cta;
