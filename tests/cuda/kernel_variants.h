@@ -88,6 +88,9 @@ struct OpVariant {
 // CTA ranges of equal bytes for groups of several types (JLLM_GEMV_WEIGHTED): alone, with every
 // matrix split in three along K as pairs (ranges that start inside a later split), and with the
 // head ops in the QKV tail.
+// CTA ranges inside one member each (JLLM_GEMV_ALIGNED): on the full grid, on 3 CTAs (one a
+// member of a triple) as pairs, on 2 (fewer CTAs than members: equal item counts instead), and
+// with the head ops in the QKV tail.
 // Quantized x staged by 1, 2 or 4 lanes a run of 16 (JLLM_GEMV_X_LANES; 2 by default): one lane
 // a run; two, as pairs on two warps (several passes, pair mates two lane groups apart); four with
 // int8 x (one plane), with every matrix split in two along K
@@ -164,6 +167,12 @@ inline std::vector<OpVariant> CudaKernelVariants() {
        {{"JLLM_GEMV_WEIGHTED", "1"}, {"JLLM_GEMV_KSPLIT", "3"}, {"JLLM_GEMV_PAIRS", "3"}, {"JLLM_GEMV_PAIRS_MIN_MIB", "0"}},
        VariantCases::kGemvGroups},
       {"weighted_head", {{"JLLM_GEMV_WEIGHTED", "1"}, {"JLLM_GEMV_HEAD", "1"}}, VariantCases::kGemvHead},
+      {"aligned", {{"JLLM_GEMV_ALIGNED", "1"}}, VariantCases::kGemvGroups},
+      {"aligned_grid3_pairs",
+       {{"JLLM_GEMV_ALIGNED", "1"}, {"JLLM_GEMV_GRID", "3"}, {"JLLM_GEMV_PAIRS", "3"}, {"JLLM_GEMV_PAIRS_MIN_MIB", "0"}},
+       VariantCases::kGemvGroups},
+      {"aligned_grid2", {{"JLLM_GEMV_ALIGNED", "1"}, {"JLLM_GEMV_GRID", "2"}}, VariantCases::kGemvGroups},
+      {"aligned_head", {{"JLLM_GEMV_ALIGNED", "1"}, {"JLLM_GEMV_HEAD", "1"}}, VariantCases::kGemvHead},
       {"traced", {{"JLLM_TRACE", "1"}}, VariantCases::kGemvGroups},
       {"gemv_head", {{"JLLM_GEMV_HEAD", "1"}}, VariantCases::kGemvHead},
       {"gemv_head_split2_r3_ring2",

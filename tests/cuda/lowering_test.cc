@@ -898,6 +898,31 @@ TEST(Lowering, GemvByteWeightedRangesOnlyForMixedTypes) {
             std::set<std::string>{"gemv q4_K+q4_K+q6_K 4096+1024+1024x2560 +norm x:i16 ring3 tma weighted pairs"});
 }
 
+// JLLM_GEMV_ALIGNED: CTA ranges inside one member each in every decode GEMV of several members
+// without a K split (4b: both QKV triples), never in gate+up (one item kind) or a single matmul.
+TEST(Lowering, GemvMemberAlignedRangesOnlyForGroups) {
+  auto g = testing::PresetGraph("4b");
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto aligned = [&](std::vector<std::pair<std::string, std::string>> vars) {
+    ::jllm::testing::ScopedEnv env(vars);
+    std::set<std::string> seen;  // the labels of the GEMVs with JLLM_ALIGNED 1
+    auto lg = LowerGraph(*g);
+    EXPECT_TRUE(lg.ok()) << lg.status();
+    if (!lg.ok()) return seen;
+    for (const Launch* l : DecodeLaunches(*lg)) {
+      if (l->kind != LaunchKind::kGemv) continue;
+      const KernelSpec& s = lg->specs[l->spec];
+      if (Define(s, "JLLM_ALIGNED") == "1") seen.insert(s.label);
+    }
+    return seen;
+  };
+  EXPECT_EQ(aligned({}), std::set<std::string>{});
+  EXPECT_EQ(aligned({{"JLLM_GEMV_ALIGNED", "1"}}),
+            (std::set<std::string>{"gemv q4_K+q4_K+q6_K 4096+1024+1024x2560 +norm x:i16 ring3 tma aligned pairs",
+                                    "gemv q4_K+q4_K+q4_K 4096+1024+1024x2560 +norm x:i16 ring3 tma aligned pairs"}));
+  EXPECT_EQ(aligned({{"JLLM_GEMV_ALIGNED", "1"}, {"JLLM_GEMV_KSPLIT", "2"}}), std::set<std::string>{});
+}
+
 // launch_geometry.h's byte-weighted CTA ranges (gemv.cu, JLLM_WEIGHTED): contiguous, covering
 // every item once, each CTA's bytes within an item of its share; for 4b's QKV (pairs: 4-row
 // items of 5,760 bytes for q and k, 8,448 for the q6_K v) on 264 CTAs the heaviest CTA carries

@@ -264,7 +264,42 @@ constexpr jllm_i64 ItemCost(int m) { return ItemRows(m) * jllm::cuda::layout::Ro
 constexpr geo::GemvItemCosts ItemCosts() {
   return {kKsplit, kMemberGroups, {RowGroups(0), RowGroups(1), RowGroups(2)}, {ItemCost(0), ItemCost(1), ItemCost(2)}};
 }
+// CTA ranges inside one member group each (ALIGNED; groups of several members without a K split):
+// the grid's CTAs shared among the groups by their bytes, each group's items evenly among its
+// CTAs. No CTA straddles two groups — on 14b's QKV the straddling CTAs streamed ~3 µs longer
+// (their rings restart at the boundary) — and a q6_K V's CTAs take fewer, heavier items.
+#ifndef JLLM_ALIGNED
+#define JLLM_ALIGNED 0
+#endif
+constexpr bool kAligned = JLLM_ALIGNED && kMemberGroups > 1 && kKsplit == 1;
+constexpr jllm_i64 CostBefore(int m) {
+  return m == 0 ? 0 : CostBefore(m - 1) + static_cast<jllm_i64>(RowGroups(m - 1)) * ItemCost(m - 1);
+}
+// The first CTA of each member group (and G after the last): by bytes, at least one CTA a group.
+__device__ __forceinline__ void GroupCtaBegins(int G, int (&begin)[4]) {
+  begin[0] = 0;
+#pragma unroll
+  for (int m = 1; m < kMemberGroups; ++m) {
+    const int share = static_cast<int>((static_cast<jllm_i64>(G) * CostBefore(m) + CostBefore(kMemberGroups) / 2) /
+                                       CostBefore(kMemberGroups));
+    begin[m] = min(max(share, begin[m - 1] + 1), G - (kMemberGroups - m));
+  }
+  begin[kMemberGroups] = G;
+}
 __device__ __forceinline__ Range CtaRange(int b, int G) {
+  if constexpr (kAligned) {
+    if (G >= kMemberGroups) {  // (else equal item counts, below)
+      int begin[4];
+      GroupCtaBegins(G, begin);
+      int m = 0;
+#pragma unroll
+      for (int i = 1; i < kMemberGroups; ++i) m += b >= begin[i];
+      const int n = begin[m + 1] - begin[m], local = b - begin[m];
+      const int rgs = m == 0 ? RowGroups(0) : m == 1 ? RowGroups(1) : RowGroups(2);
+      const int rg0 = m == 0 ? RgBegin(0) : m == 1 ? RgBegin(1) : RgBegin(2);
+      return {rg0 + rgs * local / n, rg0 + rgs * (local + 1) / n};
+    }
+  }
   if constexpr (kWeighted) {
     constexpr jllm_i64 kTotal = geo::GemvSplitCost(ItemCosts()) * kKsplit;
     return {geo::GemvItemAtCost(kTotal * b / G, ItemCosts()), geo::GemvItemAtCost(kTotal * (b + 1) / G, ItemCosts())};

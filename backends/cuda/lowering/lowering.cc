@@ -88,6 +88,10 @@ constexpr int kGemvSpread = 1;  // 1: warps take equal step ranges (0: whole ite
 // CTA ranges of equal weight bytes where a group's members differ in type (1: the QKV triple with a
 // q6_K V), or of equal item counts (0, the default until measured; JLLM_GEMV_WEIGHTED).
 constexpr int kGemvWeighted = 0;
+// CTA ranges inside one member each in groups of several members without a K split (1: gemv.cu
+// ALIGNED, the CTAs shared among the members by bytes — no CTA straddles two members, whose rings
+// restart at the boundary) or across members (0, the default until measured; JLLM_GEMV_ALIGNED).
+constexpr int kGemvAligned = 0;
 // 1 (the default since stop 18: tg128 +8 % on 0.6b, 4b and 14b, docs/PERF.md): a normed GEMV
 // without a K split stages x·gamma while it sums x² and scales its results (one pass over x, one
 // barrier less); 0: the sum of squares first, then x scaled as it is staged.
@@ -561,6 +565,8 @@ class Lowerer {
     for (size_t m = 1; m < members.size() && !swiglu; ++m) mixed |= W(members[m]).type != W(members[0]).type;
     const bool weighted = mixed && knob("weighted", kGemvWeighted) != 0;
     defs.push_back(D("JLLM_WEIGHTED", weighted));
+    const bool aligned = members.size() > 1 && !swiglu && ksplit == 1 && knob("aligned", kGemvAligned) != 0;
+    if (aligned) defs.push_back(D("JLLM_ALIGNED", 1));
     defs.push_back(
         D("JLLM_LATE_NORM", knob("late_norm", kGemvLateNorm) != 0));
     defs.push_back(D("JLLM_GAMMA_EARLY", knob("gamma_early", kGemvGammaEarly) != 0));
@@ -596,7 +602,7 @@ class Lowerer {
                                      x_planes == 1 ? " x:i8" : x_planes == 2 ? " x:i16" : "",
                                      ring > 0 ? absl::StrCat(" ring", ring) : "",
                                      chunk > 1 ? absl::StrCat(" chunk", chunk) : "", tma ? " tma" : "",
-                                     weighted ? " weighted" : "",
+                                     weighted ? " weighted" : "", aligned ? " aligned" : "",
                                      any_pairs ? " pairs" : "",
                                      ha != nullptr ? " +head_ops" : "", argmax ? " +argmax" : "",
                                      embed ? " +embed" : ""),

@@ -57,6 +57,8 @@ const std::vector<GemvKnob>& GemvKnobs() {
       {"tma", "JLLM_GEMV_TMA", 0, 1, -1, "bulk copies through a tensor map, one a matrix a slot (sm_90)"},
       {"spread", "JLLM_GEMV_SPREAD", 0, 1, -1, "warps take equal step ranges (1) or whole items"},
       {"weighted", "JLLM_GEMV_WEIGHTED", 0, 1, -1, "CTA ranges of equal bytes (1) or items, in groups of several types"},
+      {"aligned", "JLLM_GEMV_ALIGNED", 0, 1, -1,
+       "CTA ranges inside one member each, CTAs shared among the members by bytes (1; no K split)"},
       {"late_norm", "JLLM_GEMV_LATE_NORM", 0, 1, -1, "the RMS scale applied to the results"},
       {"gamma_early", "JLLM_GEMV_GAMMA_EARLY", 0, 1, -1, "the norm's gamma loaded before the grid wait"},
       {"lazy_scale", "JLLM_GEMV_LAZY_SCALE", 0, 1, -1, "the RMS scale computed at a warp's first result (late_norm)"},
