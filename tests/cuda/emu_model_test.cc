@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -627,6 +628,40 @@ TEST(EmuModelTest, DecodeAheadGeneratesWhatOneStepAtATimeDoes) {
   EXPECT_EQ(ahead.launches, plain.launches + 3 * plain.step_launches);
 }
 
+// The decode steps of the tiny model after kHelloWorld's greedy prefill, up to position `end`,
+// one step's launches at a time (no step ahead): position p draws with *sampling(p), position
+// logits_at keeps its logits; each step's token and launch count. `gpu`, if given, gets the
+// backend, still loaded.
+struct StepsRun {
+  std::vector<int32_t> tokens;
+  std::vector<float> logits;
+  std::vector<int64_t> launches;  // a step's
+};
+void RunSteps(const ir::Graph& graph, int64_t context, int64_t end, int64_t logits_at,
+              const std::function<const SamplingParams*(int64_t)>& sampling, StepsRun& r,
+              std::unique_ptr<Backend>* gpu = nullptr) {
+  static BlobWeightSource weights(Blob());  // (outlives the backend handed out)
+  CudaBackendOptions o;
+  o.decode_ahead = false;
+  EmuDevice* emu = nullptr;
+  auto loaded = LoadEmulated(graph, weights, context, 16, o, {}, &emu);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  const SamplingParams greedy{.temperature = 0};
+  auto first = (*loaded)->Step(kHelloWorld, 0, StepOptions{.sampling = &greedy});
+  ASSERT_TRUE(first.ok()) << first.status();
+  int32_t token = *first;
+  for (int64_t pos = static_cast<int64_t>(kHelloWorld.size()); pos < end; ++pos) {
+    StepOptions so{.sampling = sampling(pos)};
+    if (pos == logits_at) so.logits = &r.logits;
+    const int64_t before = emu->launches();
+    auto next = (*loaded)->Step(absl::MakeConstSpan(&token, 1), pos, so);
+    ASSERT_TRUE(next.ok()) << "position " << pos << ": " << next.status();
+    r.launches.push_back(emu->launches() - before);
+    r.tokens.push_back(token = *next);
+  }
+  if (gpu != nullptr) *gpu = *std::move(loaded);
+}
+
 // JLLM_GREEDY_LOGITS (on by default): a greedy step without penalties draws in the logits GEMV's
 // epilogue, with no sampler launch; every other draw runs the sampler. Against the sampler alone
 // (the switch at 0): the same tokens and logits through greedy steps, a logits step, a seeded
@@ -634,37 +669,17 @@ TEST(EmuModelTest, DecodeAheadGeneratesWhatOneStepAtATimeDoes) {
 // exactly one launch a greedy step fewer.
 TEST(EmuModelTest, GreedyStepsDrawInTheLogitsGemvAsTheSamplerDoes) {
   const ir::Graph graph = Lowered(true);
-  BlobWeightSource weights(Blob());
   constexpr int64_t kContext = 26, kLogitsAt = 15, kSeededAt = 17, kPenaltyAt = 19;
-  struct Run {
-    std::vector<int32_t> tokens;
-    std::vector<float> logits;
-    std::vector<int64_t> launches;  // a step's
-  };
-  auto generate = [&](const char* greedy_logits, Run& r) {
+  const SamplingParams greedy{.temperature = 0};
+  const SamplingParams seeded{.temperature = 0.9f, .top_k = 20, .seed = 99};
+  const SamplingParams penalized{.temperature = 0, .repeat_penalty = 1.5f, .repeat_last_n = 16};
+  auto generate = [&](const char* greedy_logits, StepsRun& r) {
     ::jllm::testing::ScopedEnv env(std::vector<std::pair<std::string, std::string>>{{"JLLM_GREEDY_LOGITS", greedy_logits}});
-    CudaBackendOptions o;
-    o.decode_ahead = false;  // one step's launches at a time
-    EmuDevice* emu = nullptr;
-    auto gpu = LoadEmulated(graph, weights, kContext, 16, o, {}, &emu);
-    ASSERT_TRUE(gpu.ok()) << gpu.status();
-    const SamplingParams greedy{.temperature = 0};
-    const SamplingParams seeded{.temperature = 0.9f, .top_k = 20, .seed = 99};
-    const SamplingParams penalized{.temperature = 0, .repeat_penalty = 1.5f, .repeat_last_n = 16};
-    auto first = (*gpu)->Step(kHelloWorld, 0, StepOptions{.sampling = &greedy});
-    ASSERT_TRUE(first.ok()) << first.status();
-    int32_t token = *first;
-    for (int64_t pos = static_cast<int64_t>(kHelloWorld.size()); pos < kContext; ++pos) {
-      StepOptions so{.sampling = pos == kSeededAt ? &seeded : pos == kPenaltyAt ? &penalized : &greedy};
-      if (pos == kLogitsAt) so.logits = &r.logits;
-      const int64_t before = emu->launches();
-      auto next = (*gpu)->Step(absl::MakeConstSpan(&token, 1), pos, so);
-      ASSERT_TRUE(next.ok()) << "position " << pos << ": " << next.status();
-      r.launches.push_back(emu->launches() - before);
-      r.tokens.push_back(token = *next);
-    }
+    RunSteps(graph, kContext, kContext, kLogitsAt, [&](int64_t pos) {
+      return pos == kSeededAt ? &seeded : pos == kPenaltyAt ? &penalized : &greedy;
+    }, r);
   };
-  Run sampler, gemv;
+  StepsRun sampler, gemv;
   generate("0", sampler);
   generate("1", gemv);
   ASSERT_EQ(sampler.tokens.size(), static_cast<size_t>(kContext) - kHelloWorld.size());
@@ -686,12 +701,10 @@ TEST(EmuModelTest, GreedyStepsDrawInTheLogitsGemvAsTheSamplerDoes) {
 // out-of-vocabulary token is still refused by the step, not read past the table.
 TEST(EmuModelTest, FirstGemvStagesTheEmbeddingRowAsEmbedDoes) {
   const ir::Graph graph = Lowered(true);
-  BlobWeightSource weights(Blob());
   constexpr int64_t kContext = 24, kLogitsAt = 14, kPenaltyAt = 17;
-  struct Run {
-    std::vector<int32_t> tokens;
-    std::vector<float> logits;
-    std::vector<int64_t> launches;  // a step's
+  const SamplingParams greedy{.temperature = 0};
+  const SamplingParams penalized{.temperature = 0, .repeat_penalty = 1.5f, .repeat_last_n = 16};
+  struct Run : StepsRun {
     int embed_launches = -1, embed_gemvs = -1;  // in the lowered decode step
     absl::Status out_of_vocabulary;
   };
@@ -706,27 +719,13 @@ TEST(EmuModelTest, FirstGemvStagesTheEmbeddingRowAsEmbedDoes) {
         r.embed_gemvs += absl::EndsWith(lg->specs[l.spec].label, "+embed");
       }
     }
-    CudaBackendOptions o;
-    o.decode_ahead = false;  // one step's launches at a time
-    EmuDevice* emu = nullptr;
-    auto gpu = LoadEmulated(graph, weights, kContext, 16, o, {}, &emu);
-    ASSERT_TRUE(gpu.ok()) << gpu.status();
-    const SamplingParams greedy{.temperature = 0};
-    const SamplingParams penalized{.temperature = 0, .repeat_penalty = 1.5f, .repeat_last_n = 16};
-    auto first = (*gpu)->Step(kHelloWorld, 0, StepOptions{.sampling = &greedy});
-    ASSERT_TRUE(first.ok()) << first.status();
-    int32_t token = *first;
-    for (int64_t pos = static_cast<int64_t>(kHelloWorld.size()); pos < kContext - 1; ++pos) {
-      StepOptions so{.sampling = pos == kPenaltyAt ? &penalized : &greedy};
-      if (pos == kLogitsAt) so.logits = &r.logits;
-      const int64_t before = emu->launches();
-      auto next = (*gpu)->Step(absl::MakeConstSpan(&token, 1), pos, so);
-      ASSERT_TRUE(next.ok()) << "position " << pos << ": " << next.status();
-      r.launches.push_back(emu->launches() - before);
-      r.tokens.push_back(token = *next);
-    }
+    std::unique_ptr<Backend> gpu;
+    RunSteps(graph, kContext, kContext - 1, kLogitsAt, [&](int64_t pos) {
+      return pos == kPenaltyAt ? &penalized : &greedy;
+    }, r, &gpu);
+    ASSERT_NE(gpu, nullptr);
     const int32_t bad = 1 << 20;  // past any table of the tiny model
-    r.out_of_vocabulary = (*gpu)->Step(absl::MakeConstSpan(&bad, 1), kContext - 1, StepOptions{.sampling = &greedy}).status();
+    r.out_of_vocabulary = gpu->Step(absl::MakeConstSpan(&bad, 1), kContext - 1, StepOptions{.sampling = &greedy}).status();
   };
   Run embed, fold;
   generate("0", embed);

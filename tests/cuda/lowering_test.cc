@@ -875,26 +875,29 @@ TEST(Lowering, GemvTensorMapCopiesBySwitch) {
   EXPECT_EQ(lower({{"JLLM_GEMV_TMA", "1"}, {"JLLM_GEMV_PAIRS", "0"}}).tma, tma.gemvs);  // R 2: 1,152-byte boxes
 }
 
+// The labels of the decode GEMVs of `g` lowered under `vars` whose spec defines `define` as 1.
+std::set<std::string> GemvLabelsWith(const ir::Graph& g, const std::vector<std::pair<std::string, std::string>>& vars,
+                                     const std::string& define) {
+  ::jllm::testing::ScopedEnv env(vars);
+  std::set<std::string> seen;
+  auto lg = LowerGraph(g);
+  EXPECT_TRUE(lg.ok()) << lg.status();
+  if (!lg.ok()) return seen;
+  for (const Launch* l : DecodeLaunches(*lg)) {
+    if (l->kind != LaunchKind::kGemv) continue;
+    const KernelSpec& s = lg->specs[l->spec];
+    if (Define(s, define) == "1") seen.insert(s.label);
+  }
+  return seen;
+}
+
 // JLLM_GEMV_WEIGHTED: CTA ranges of equal bytes only in the GEMVs whose members differ in type
 // (4b: the QKV triples with a q6_K V), never in gate+up (one item kind) or a single matmul.
 TEST(Lowering, GemvByteWeightedRangesOnlyForMixedTypes) {
   auto g = testing::PresetGraph("4b");
   ASSERT_TRUE(g.ok()) << g.status();
-  auto weighted = [&](std::vector<std::pair<std::string, std::string>> vars) {
-    ::jllm::testing::ScopedEnv env(vars);
-    std::set<std::string> seen;  // the labels of the GEMVs with JLLM_WEIGHTED 1
-    auto lg = LowerGraph(*g);
-    EXPECT_TRUE(lg.ok()) << lg.status();
-    if (!lg.ok()) return seen;
-    for (const Launch* l : DecodeLaunches(*lg)) {
-      if (l->kind != LaunchKind::kGemv) continue;
-      const KernelSpec& s = lg->specs[l->spec];
-      if (Define(s, "JLLM_WEIGHTED") == "1") seen.insert(s.label);
-    }
-    return seen;
-  };
-  EXPECT_EQ(weighted({}), std::set<std::string>{});
-  EXPECT_EQ(weighted({{"JLLM_GEMV_WEIGHTED", "1"}}),
+  EXPECT_EQ(GemvLabelsWith(*g, {}, "JLLM_WEIGHTED"), std::set<std::string>{});
+  EXPECT_EQ(GemvLabelsWith(*g, {{"JLLM_GEMV_WEIGHTED", "1"}}, "JLLM_WEIGHTED"),
             std::set<std::string>{"gemv q4_K+q4_K+q6_K 4096+1024+1024x2560 +norm x:i16 ring3 tma weighted pairs"});
 }
 
@@ -903,24 +906,12 @@ TEST(Lowering, GemvByteWeightedRangesOnlyForMixedTypes) {
 TEST(Lowering, GemvMemberAlignedRangesOnlyForGroups) {
   auto g = testing::PresetGraph("4b");
   ASSERT_TRUE(g.ok()) << g.status();
-  auto aligned = [&](std::vector<std::pair<std::string, std::string>> vars) {
-    ::jllm::testing::ScopedEnv env(vars);
-    std::set<std::string> seen;  // the labels of the GEMVs with JLLM_ALIGNED 1
-    auto lg = LowerGraph(*g);
-    EXPECT_TRUE(lg.ok()) << lg.status();
-    if (!lg.ok()) return seen;
-    for (const Launch* l : DecodeLaunches(*lg)) {
-      if (l->kind != LaunchKind::kGemv) continue;
-      const KernelSpec& s = lg->specs[l->spec];
-      if (Define(s, "JLLM_ALIGNED") == "1") seen.insert(s.label);
-    }
-    return seen;
-  };
-  EXPECT_EQ(aligned({}), std::set<std::string>{});
-  EXPECT_EQ(aligned({{"JLLM_GEMV_ALIGNED", "1"}}),
+  EXPECT_EQ(GemvLabelsWith(*g, {}, "JLLM_ALIGNED"), std::set<std::string>{});
+  EXPECT_EQ(GemvLabelsWith(*g, {{"JLLM_GEMV_ALIGNED", "1"}}, "JLLM_ALIGNED"),
             (std::set<std::string>{"gemv q4_K+q4_K+q6_K 4096+1024+1024x2560 +norm x:i16 ring3 tma aligned pairs",
                                     "gemv q4_K+q4_K+q4_K 4096+1024+1024x2560 +norm x:i16 ring3 tma aligned pairs"}));
-  EXPECT_EQ(aligned({{"JLLM_GEMV_ALIGNED", "1"}, {"JLLM_GEMV_KSPLIT", "2"}}), std::set<std::string>{});
+  EXPECT_EQ(GemvLabelsWith(*g, {{"JLLM_GEMV_ALIGNED", "1"}, {"JLLM_GEMV_KSPLIT", "2"}}, "JLLM_ALIGNED"),
+            std::set<std::string>{});
 }
 
 // launch_geometry.h's byte-weighted CTA ranges (gemv.cu, JLLM_WEIGHTED): contiguous, covering
