@@ -567,12 +567,13 @@ class Lowerer {
     defs.push_back(D("JLLM_WEIGHTED", weighted));
     const bool aligned = members.size() > 1 && !swiglu && ksplit == 1 && knob("aligned", kGemvAligned) != 0;
     if (aligned) defs.push_back(D("JLLM_ALIGNED", 1));
-    defs.push_back(
-        D("JLLM_LATE_NORM", knob("late_norm", kGemvLateNorm) != 0));
+    const bool late_norm = knob("late_norm", kGemvLateNorm) != 0;
+    defs.push_back(D("JLLM_LATE_NORM", late_norm));
     defs.push_back(D("JLLM_GAMMA_EARLY", knob("gamma_early", kGemvGammaEarly) != 0));
     defs.push_back(D("JLLM_LAZY_SCALE", knob("lazy_scale", kGemvLazyScale) != 0));
     defs.push_back(D("JLLM_XPLANES", x_planes));
-    defs.push_back(D("JLLM_XLANES", knob("x_lanes", kGemvXLanes)));
+    const int64_t x_lanes = knob("x_lanes", kGemvXLanes);
+    defs.push_back(D("JLLM_XLANES", x_lanes));
     defs.push_back(D("JLLM_PAIRS", pairs));
     defs.push_back(D("JLLM_XSLOTS", slots));  // gemv.cu checks that it counts the same
     defs.push_back(D("JLLM_NORM", norm));
@@ -581,9 +582,10 @@ class Lowerer {
     if (argmax) defs.push_back(D("JLLM_ARGMAX", 1));
     // EMBED: x is the token's embedding row, which the quantized-x pass dequantizes 8 columns at
     // a time in the pass that also sums x² (LATE_NORM: no K split).
-    embed = embed && norm && ksplit == 1 && x_planes > 0 && 16 % (8 * knob("x_lanes", kGemvXLanes)) == 0 &&
-            knob("late_norm", kGemvLateNorm) != 0;
-    for (size_t m = 0; m < members.size() && embed; ++m) embed = layout::BlockElems(static_cast<int>(W(members[m]).type)) > 1;
+    embed = embed && norm && late_norm && ksplit == 1 && x_planes > 0 && 16 % (8 * x_lanes) == 0;
+    for (size_t m = 0; m < members.size() && embed; ++m) {
+      embed = layout::BlockElems(static_cast<int>(W(members[m]).type)) > 1;  // members that read quantized x
+    }
     if (embed) {
       const ir::WeightRef& table = W(embed_.table);
       defs.push_back(D("JLLM_EMBED", 1));
