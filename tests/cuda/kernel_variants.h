@@ -91,6 +91,10 @@ struct OpVariant {
 // CTA ranges inside one member each (JLLM_GEMV_ALIGNED): on the full grid, on 3 CTAs (one a
 // member of a triple) as pairs, on 2 (fewer CTAs than members: equal item counts instead), and
 // with the head ops in the QKV tail.
+// x staged only in the slots of the types a CTA reads (JLLM_GEMV_SLOT_SKIP): on the full grid,
+// with every matrix split in three along K as pairs (ranges across splits read a slot in one
+// split and not in the next), inside one member each on 3 CTAs with f32 x (f32 and bf16 slots),
+// on one CTA (every slot), and with the head ops in the QKV tail.
 // Quantized x staged by 1, 2 or 4 lanes a run of 16 (JLLM_GEMV_X_LANES; 2 by default): one lane
 // a run; two, as pairs on two warps (several passes, pair mates two lane groups apart); four with
 // int8 x (one plane), with every matrix split in two along K
@@ -173,6 +177,15 @@ inline std::vector<OpVariant> CudaKernelVariants() {
        VariantCases::kGemvGroups},
       {"aligned_grid2", {{"JLLM_GEMV_ALIGNED", "1"}, {"JLLM_GEMV_GRID", "2"}}, VariantCases::kGemvGroups},
       {"aligned_head", {{"JLLM_GEMV_ALIGNED", "1"}, {"JLLM_GEMV_HEAD", "1"}}, VariantCases::kGemvHead},
+      {"slot_skip", {{"JLLM_GEMV_SLOT_SKIP", "1"}}, VariantCases::kGemvGroups},
+      {"slot_skip_split3_pairs",
+       {{"JLLM_GEMV_SLOT_SKIP", "1"}, {"JLLM_GEMV_KSPLIT", "3"}, {"JLLM_GEMV_PAIRS", "3"}, {"JLLM_GEMV_PAIRS_MIN_MIB", "0"}},
+       VariantCases::kGemvGroups},
+      {"slot_skip_aligned_grid3_xf32",
+       {{"JLLM_GEMV_SLOT_SKIP", "1"}, {"JLLM_GEMV_ALIGNED", "1"}, {"JLLM_GEMV_GRID", "3"}, {"JLLM_GEMV_X", "f32"}},
+       VariantCases::kGemvGroups},
+      {"slot_skip_grid1", {{"JLLM_GEMV_SLOT_SKIP", "1"}, {"JLLM_GEMV_GRID", "1"}}, VariantCases::kGemvGroups},
+      {"slot_skip_head", {{"JLLM_GEMV_SLOT_SKIP", "1"}, {"JLLM_GEMV_HEAD", "1"}}, VariantCases::kGemvHead},
       {"traced", {{"JLLM_TRACE", "1"}}, VariantCases::kGemvGroups},
       {"gemv_head", {{"JLLM_GEMV_HEAD", "1"}}, VariantCases::kGemvHead},
       {"gemv_head_split2_r3_ring2",

@@ -914,6 +914,16 @@ TEST(Lowering, GemvMemberAlignedRangesOnlyForGroups) {
             std::set<std::string>{});
 }
 
+// JLLM_GEMV_SLOT_SKIP: only a group with x slots of several types (4b's QKV with a q6_K V; not
+// the all-q4_K QKV, gate+up or single matrices) stages by the CTA's members; off by default.
+TEST(Lowering, GemvSlotSkipOnlyForGroupsOfSeveralTypes) {
+  auto g = testing::PresetGraph("4b");
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(GemvLabelsWith(*g, {}, "JLLM_SLOT_SKIP"), std::set<std::string>{});
+  EXPECT_EQ(GemvLabelsWith(*g, {{"JLLM_GEMV_SLOT_SKIP", "1"}}, "JLLM_SLOT_SKIP"),
+            std::set<std::string>{"gemv q4_K+q4_K+q6_K 4096+1024+1024x2560 +norm x:i16 ring3 tma slot-skip pairs"});
+}
+
 // launch_geometry.h's byte-weighted CTA ranges (gemv.cu, JLLM_WEIGHTED): contiguous, covering
 // every item once, each CTA's bytes within an item of its share; for 4b's QKV (pairs: 4-row
 // items of 5,760 bytes for q and k, 8,448 for the q6_K v) on 264 CTAs the heaviest CTA carries

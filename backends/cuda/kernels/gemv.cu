@@ -55,7 +55,9 @@
 // the decode logits of a greedy step, no K split — the kernel also draws the next token, as
 // sample.cu's greedy path would: once its stream is done each CTA takes the best key
 // (draw_keys.cuh) of the rows it wrote, and the last CTA the best of all, which advances the step
-// state; one launch and one pass over the row fewer a step; docs/PERF.md), JLLM_EMBED (1, with
+// state; one launch and one pass over the row fewer a step; docs/PERF.md), JLLM_SLOT_SKIP (1, in
+// groups of several types: x staged only in the slots of the types the CTA's items read),
+// JLLM_EMBED (1, with
 // JLLM_EMBED_TYPE and JLLM_EMBED_V, the table's type and rows: the step's first GEMV, whose x is
 // the token's embedding row — every CTA dequantizes it as embed.cu would, 8 columns at a time in
 // the quantized-x pass, and CTA 0 writes it on as the residual stream; one launch a step fewer).
@@ -308,6 +310,31 @@ __device__ __forceinline__ Range CtaRange(int b, int G) {
           static_cast<int>(static_cast<long long>(kItems) * (b + 1) / G)};
 }
 
+// x staged only in the slots of the member types the CTA's items read (SLOT_SKIP; groups of
+// several types): a CTA inside a mixed QKV's q4_K members skips the q6_K V's runs of 16, one
+// inside the V the q4_K pairs — a quantization pass and its shuffles less before its first dot.
+#ifndef JLLM_SLOT_SKIP
+#define JLLM_SLOT_SKIP 0
+#endif
+constexpr bool kSlotSkip = JLLM_SLOT_SKIP && kSlots > 1;
+// Bit m for each member group m whose slot (FirstOf(m): StageXqOf<m>, StageSlot<m>) the CTA's
+// items read in splits s_lo..s_hi; every bit without SLOT_SKIP. CTA-uniform.
+__device__ __forceinline__ unsigned SlotsRead(Range cta, int s_lo, int s_hi) {
+  if constexpr (!kSlotSkip) {
+    return ~0u;
+  } else {
+    unsigned read = 0;
+    for (int s = s_lo; s <= s_hi; ++s) {
+#pragma unroll
+      for (int m = 0; m < kMemberGroups; ++m) {
+        const int a = s * kRowGroups + RgBegin(m), b = a + RowGroups(m);
+        if (max(a, cta.begin) < min(b, cta.end)) read |= 1u << FirstOf(m);
+      }
+    }
+    return read;
+  }
+}
+
 // Stages x (normed if asked) for the columns of splits [s_lo, s_hi] into every slot.
 template <int kM>
 __device__ __forceinline__ void StageSlot(const float4& v, int e, float4* xs) {
@@ -512,12 +539,12 @@ __device__ __forceinline__ float RmsScaleOf(const jllm::cuda::GemvArgs& args, co
 }
 
 // Returns the factor the results take: the RMS scale with LATE_NORM (LAZY_SCALE: -1, computed
-// later by RmsScaleOf), else 1. Every thread calls after_loads() once, warp-uniformly, when its
+// later by RmsScaleOf), else 1. `slots`: SlotsRead's bits, the member groups whose slots to fill. Every thread calls after_loads() once, warp-uniformly, when its
 // loads of x are issued (before their first use): in the quantized pass after all its trips'
 // loads, else first.
 template <class AfterLoads>
-__device__ __forceinline__ float StageX(const jllm::cuda::GemvArgs& args, int s_lo, int s_hi, float4* xs,
-                                        const EarlyGamma& eg, double* scratch, AfterLoads&& after_loads) {
+__device__ __forceinline__ float StageX(const jllm::cuda::GemvArgs& args, int s_lo, int s_hi, unsigned slots,
+                                        float4* xs, const EarlyGamma& eg, double* scratch, AfterLoads&& after_loads) {
   float scale = 1.0f;
   if constexpr (kNorm && !kLateNorm) scale = jllm_rms_scale(jllm_sum_squares(args.x, kK, scratch), kK, args.eps);
   double squares = 0;  // LATE_NORM: this thread's share of Σx² (every column is staged: no split)
@@ -532,9 +559,15 @@ __device__ __forceinline__ float StageX(const jllm::cuda::GemvArgs& args, int s_
   if constexpr (kAnyF32) {
     for (int e = e0 + 4 * threadIdx.x; e < e1; e += 4 * kThreads) {
       const float4 v = NormedX<kLateNorm>(args, LoadX4(args, e), e, scale, squares);
-      if constexpr (StagesF32<0>()) StageSlot<0>(v, e, xs);
-      if constexpr (StagesF32<1>()) StageSlot<1>(v, e, xs);
-      if constexpr (StagesF32<2>()) StageSlot<2>(v, e, xs);
+      if constexpr (StagesF32<0>()) {
+        if (slots & 1u) StageSlot<0>(v, e, xs);
+      }
+      if constexpr (StagesF32<1>()) {
+        if (slots & 2u) StageSlot<1>(v, e, xs);
+      }
+      if constexpr (StagesF32<2>()) {
+        if (slots & 4u) StageSlot<2>(v, e, xs);
+      }
     }
   }
   if constexpr (kXqLoop) {
@@ -582,9 +615,15 @@ __device__ __forceinline__ float StageX(const jllm::cuda::GemvArgs& args, int s_
       if constexpr (StagesSums<0>() || StagesSums<1>() || StagesSums<2>()) {
         const float fsum = RunSumInOrder(v, j);
         if (live && j == 0) {
-          if constexpr (StagesSums<0>()) StageRunSum<0>(fsum, e, xs);
-          if constexpr (StagesSums<1>()) StageRunSum<1>(fsum, e, xs);
-          if constexpr (StagesSums<2>()) StageRunSum<2>(fsum, e, xs);
+          if constexpr (StagesSums<0>()) {
+            if (slots & 1u) StageRunSum<0>(fsum, e, xs);
+          }
+          if constexpr (StagesSums<1>()) {
+            if (slots & 2u) StageRunSum<1>(fsum, e, xs);
+          }
+          if constexpr (StagesSums<2>()) {
+            if (slots & 4u) StageRunSum<2>(fsum, e, xs);
+          }
         }
       }
       if constexpr (kAnyXq) {
@@ -592,9 +631,9 @@ __device__ __forceinline__ float StageX(const jllm::cuda::GemvArgs& args, int s_
 #pragma unroll
         for (int i = 0; i < kXElems; ++i) amax = fmaxf(amax, fabsf(v[i]));
         amax = RunLanesMax(amax);
-        StageXqOf<0>(v, amax, live, e, j, xs);
-        StageXqOf<1>(v, amax, live, e, j, xs);
-        StageXqOf<2>(v, amax, live, e, j, xs);
+        if (slots & 1u) StageXqOf<0>(v, amax, live, e, j, xs);  // (CTA-uniform: its shuffles)
+        if (slots & 2u) StageXqOf<1>(v, amax, live, e, j, xs);  // (CTA-uniform: its shuffles)
+        if (slots & 4u) StageXqOf<2>(v, amax, live, e, j, xs);  // (CTA-uniform: its shuffles)
       }
     }
   }
@@ -839,8 +878,8 @@ __device__ __forceinline__ void StepDots(const typename WType<kWt[kM]>::Frag (&f
 // stages x.
 template <int kM>
 __device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int split, int i0, int i1, int phase,
-                                        bool first, int s_lo, int s_hi, float4* xs, jllm_u8* ring, jllm_u64* bars,
-                                        int& ring_base, float& x_scale, CtaShared& cs) {
+                                        bool first, int s_lo, int s_hi, unsigned slots, float4* xs, jllm_u8* ring,
+                                        jllm_u64* bars, int& ring_base, float& x_scale, CtaShared& cs) {
   constexpr int T = kType[kM];
   using W = WType<kWt[kM]>;
   using Frag = typename W::Frag;
@@ -978,7 +1017,7 @@ __device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int sp
       const EarlyGamma eg = LoadEarlyGamma(args, StagedBegin(s_lo), StagedEnd(s_hi));  // a weight: before the wait
       JLLM_GRID_WAIT();  // x, the residual and the partials' readers come before us
       JLLM_LAUNCH_DEPENDENTS();
-      x_scale = StageX(args, s_lo, s_hi, xs, eg, cs.scratch, after_loads);
+      x_scale = StageX(args, s_lo, s_hi, slots, xs, eg, cs.scratch, after_loads);
       JLLM_TRACE_MARK();  // x staged: the stream's dots may begin
     }
   };
@@ -1143,13 +1182,13 @@ __device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int sp
 // The CTA's items of member-group kM in split `split` (none: nothing, CTA-uniformly).
 template <int kM>
 __device__ __forceinline__ void SegmentOf(const jllm::cuda::GemvArgs& args, Range cta, int split, int warp,
-                                          bool& first, int s_lo, int s_hi, float4* xs, jllm_u8* ring, jllm_u64* bars,
-                                          int& ring_base, float& x_scale, CtaShared& cs) {
+                                          bool& first, int s_lo, int s_hi, unsigned slots, float4* xs, jllm_u8* ring,
+                                          jllm_u64* bars, int& ring_base, float& x_scale, CtaShared& cs) {
   const int seg0 = split * kRowGroups + RgBegin(kM), seg1 = seg0 + RowGroups(kM);
   const int i0 = max(seg0, cta.begin), i1 = min(seg1, cta.end);
   if (i0 >= i1) return;
-  Segment<kM>(args, split, i0, i1, (cta.begin + warp) % kNw, first, s_lo, s_hi, xs, ring, bars, ring_base, x_scale,
-              cs);
+  Segment<kM>(args, split, i0, i1, (cta.begin + warp) % kNw, first, s_lo, s_hi, slots, xs, ring, bars, ring_base,
+              x_scale, cs);
   first = false;
 }
 
@@ -1166,6 +1205,7 @@ JLLM_KERNEL(gemv, jllm::cuda::GemvArgs, kThreads, JLLM_MINB) {
   }
   const int warp = threadIdx.x >> 5;
   const int s_lo = cta.begin / kRowGroups, s_hi = (cta.end - 1) / kRowGroups;
+  const unsigned slots = SlotsRead(cta, s_lo, s_hi);
   jllm_u8* ring_area = reinterpret_cast<jllm_u8*>(xs + kSlots * kSlotFloat4);
 #if JLLM_HAS_BULK_COPY
   if constexpr (kTma) ring_area = jllm_smem_align_up(ring_area, geo::kGemvTileAlign);  // (the lowering's slack)
@@ -1186,12 +1226,12 @@ JLLM_KERNEL(gemv, jllm::cuda::GemvArgs, kThreads, JLLM_MINB) {
   bool first = true;
   // Item order: split-major, then member groups.
   for (int split = s_lo; split <= s_hi; ++split) {
-    SegmentOf<0>(args, cta, split, warp, first, s_lo, s_hi, xs, ring, bars, ring_base, x_scale, cs);
+    SegmentOf<0>(args, cta, split, warp, first, s_lo, s_hi, slots, xs, ring, bars, ring_base, x_scale, cs);
     if constexpr (kMemberGroups >= 2) {
-      SegmentOf<1>(args, cta, split, warp, first, s_lo, s_hi, xs, ring, bars, ring_base, x_scale, cs);
+      SegmentOf<1>(args, cta, split, warp, first, s_lo, s_hi, slots, xs, ring, bars, ring_base, x_scale, cs);
     }
     if constexpr (kMemberGroups >= 3) {
-      SegmentOf<2>(args, cta, split, warp, first, s_lo, s_hi, xs, ring, bars, ring_base, x_scale, cs);
+      SegmentOf<2>(args, cta, split, warp, first, s_lo, s_hi, slots, xs, ring, bars, ring_base, x_scale, cs);
     }
   }
   if constexpr (kArgmax) {

@@ -92,6 +92,10 @@ constexpr int kGemvWeighted = 0;
 // ALIGNED, the CTAs shared among the members by bytes — no CTA straddles two members, whose rings
 // restart at the boundary) or across members (0, the default until measured; JLLM_GEMV_ALIGNED).
 constexpr int kGemvAligned = 0;
+// x staged only in the slots of the member types a CTA's items read, in groups of several types
+// (1: gemv.cu SLOT_SKIP — the mixed QKV's q4_K CTAs skip the q6_K V's runs, its V CTAs the pairs)
+// or in every slot (0, the default until measured; JLLM_GEMV_SLOT_SKIP).
+constexpr int kGemvSlotSkip = 0;
 // 1 (the default since stop 18: tg128 +8 % on 0.6b, 4b and 14b, docs/PERF.md): a normed GEMV
 // without a K split stages x·gamma while it sums x² and scales its results (one pass over x, one
 // barrier less); 0: the sum of squares first, then x scaled as it is staged.
@@ -567,6 +571,8 @@ class Lowerer {
     defs.push_back(D("JLLM_WEIGHTED", weighted));
     const bool aligned = members.size() > 1 && !swiglu && ksplit == 1 && knob("aligned", kGemvAligned) != 0;
     if (aligned) defs.push_back(D("JLLM_ALIGNED", 1));
+    const bool slot_skip = slots > 1 && knob("slot_skip", kGemvSlotSkip) != 0;
+    if (slot_skip) defs.push_back(D("JLLM_SLOT_SKIP", 1));
     const bool late_norm = knob("late_norm", kGemvLateNorm) != 0;
     defs.push_back(D("JLLM_LATE_NORM", late_norm));
     defs.push_back(D("JLLM_GAMMA_EARLY", knob("gamma_early", kGemvGammaEarly) != 0));
@@ -605,6 +611,7 @@ class Lowerer {
                                      ring > 0 ? absl::StrCat(" ring", ring) : "",
                                      chunk > 1 ? absl::StrCat(" chunk", chunk) : "", tma ? " tma" : "",
                                      weighted ? " weighted" : "", aligned ? " aligned" : "",
+                                     slot_skip ? " slot-skip" : "",
                                      any_pairs ? " pairs" : "",
                                      ha != nullptr ? " +head_ops" : "", argmax ? " +argmax" : "",
                                      embed ? " +embed" : ""),

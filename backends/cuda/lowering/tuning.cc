@@ -59,6 +59,8 @@ const std::vector<GemvKnob>& GemvKnobs() {
       {"weighted", "JLLM_GEMV_WEIGHTED", 0, 1, -1, "CTA ranges of equal bytes (1) or items, in groups of several types"},
       {"aligned", "JLLM_GEMV_ALIGNED", 0, 1, -1,
        "CTA ranges inside one member each, CTAs shared among the members by bytes (1; no K split)"},
+      {"slot_skip", "JLLM_GEMV_SLOT_SKIP", 0, 1, -1,
+       "x staged only in the slots of the member types a CTA reads (1; groups of several types)"},
       {"late_norm", "JLLM_GEMV_LATE_NORM", 0, 1, -1, "the RMS scale applied to the results"},
       {"gamma_early", "JLLM_GEMV_GAMMA_EARLY", 0, 1, -1, "the norm's gamma loaded before the grid wait"},
       {"lazy_scale", "JLLM_GEMV_LAZY_SCALE", 0, 1, -1, "the RMS scale computed at a warp's first result (late_norm)"},
