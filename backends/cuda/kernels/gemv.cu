@@ -335,7 +335,7 @@ __device__ __forceinline__ unsigned SlotsRead(Range cta, int s_lo, int s_hi) {
   }
 }
 
-// Stages x (normed if asked) for the columns of splits [s_lo, s_hi] into every slot.
+// Stages x (normed if asked) for the columns of splits [s_lo, s_hi] into member kM's slot.
 template <int kM>
 __device__ __forceinline__ void StageSlot(const float4& v, int e, float4* xs) {
   using W = WType<kWt[kM]>;
@@ -539,9 +539,9 @@ __device__ __forceinline__ float RmsScaleOf(const jllm::cuda::GemvArgs& args, co
 }
 
 // Returns the factor the results take: the RMS scale with LATE_NORM (LAZY_SCALE: -1, computed
-// later by RmsScaleOf), else 1. `slots`: SlotsRead's bits, the member groups whose slots to fill. Every thread calls after_loads() once, warp-uniformly, when its
-// loads of x are issued (before their first use): in the quantized pass after all its trips'
-// loads, else first.
+// later by RmsScaleOf), else 1. `slots`: SlotsRead's bits, the member groups whose slots it fills.
+// Every thread calls after_loads() once, warp-uniformly, when its loads of x are issued (before
+// their first use): in the quantized pass after all its trips' loads, else first.
 template <class AfterLoads>
 __device__ __forceinline__ float StageX(const jllm::cuda::GemvArgs& args, int s_lo, int s_hi, unsigned slots,
                                         float4* xs, const EarlyGamma& eg, double* scratch, AfterLoads&& after_loads) {
@@ -631,9 +631,10 @@ __device__ __forceinline__ float StageX(const jllm::cuda::GemvArgs& args, int s_
 #pragma unroll
         for (int i = 0; i < kXElems; ++i) amax = fmaxf(amax, fabsf(v[i]));
         amax = RunLanesMax(amax);
-        if (slots & 1u) StageXqOf<0>(v, amax, live, e, j, xs);  // (CTA-uniform: its shuffles)
-        if (slots & 2u) StageXqOf<1>(v, amax, live, e, j, xs);  // (CTA-uniform: its shuffles)
-        if (slots & 4u) StageXqOf<2>(v, amax, live, e, j, xs);  // (CTA-uniform: its shuffles)
+        // (`slots` is CTA-uniform: every lane of a warp takes part in a slot's shuffles or none)
+        if (slots & 1u) StageXqOf<0>(v, amax, live, e, j, xs);
+        if (slots & 2u) StageXqOf<1>(v, amax, live, e, j, xs);
+        if (slots & 4u) StageXqOf<2>(v, amax, live, e, j, xs);
       }
     }
   }
