@@ -559,15 +559,9 @@ __device__ __forceinline__ float StageX(const jllm::cuda::GemvArgs& args, int s_
   if constexpr (kAnyF32) {
     for (int e = e0 + 4 * threadIdx.x; e < e1; e += 4 * kThreads) {
       const float4 v = NormedX<kLateNorm>(args, LoadX4(args, e), e, scale, squares);
-      if constexpr (StagesF32<0>()) {
-        if (slots & 1u) StageSlot<0>(v, e, xs);
-      }
-      if constexpr (StagesF32<1>()) {
-        if (slots & 2u) StageSlot<1>(v, e, xs);
-      }
-      if constexpr (StagesF32<2>()) {
-        if (slots & 4u) StageSlot<2>(v, e, xs);
-      }
+      if constexpr (StagesF32<0>()) { if (slots & 1u) StageSlot<0>(v, e, xs); }
+      if constexpr (StagesF32<1>()) { if (slots & 2u) StageSlot<1>(v, e, xs); }
+      if constexpr (StagesF32<2>()) { if (slots & 4u) StageSlot<2>(v, e, xs); }
     }
   }
   if constexpr (kXqLoop) {
@@ -615,15 +609,9 @@ __device__ __forceinline__ float StageX(const jllm::cuda::GemvArgs& args, int s_
       if constexpr (StagesSums<0>() || StagesSums<1>() || StagesSums<2>()) {
         const float fsum = RunSumInOrder(v, j);
         if (live && j == 0) {
-          if constexpr (StagesSums<0>()) {
-            if (slots & 1u) StageRunSum<0>(fsum, e, xs);
-          }
-          if constexpr (StagesSums<1>()) {
-            if (slots & 2u) StageRunSum<1>(fsum, e, xs);
-          }
-          if constexpr (StagesSums<2>()) {
-            if (slots & 4u) StageRunSum<2>(fsum, e, xs);
-          }
+          if constexpr (StagesSums<0>()) { if (slots & 1u) StageRunSum<0>(fsum, e, xs); }
+          if constexpr (StagesSums<1>()) { if (slots & 2u) StageRunSum<1>(fsum, e, xs); }
+          if constexpr (StagesSums<2>()) { if (slots & 4u) StageRunSum<2>(fsum, e, xs); }
         }
       }
       if constexpr (kAnyXq) {
