@@ -891,37 +891,36 @@ std::set<std::string> GemvLabelsWith(const ir::Graph& g, const std::vector<std::
   return seen;
 }
 
-// JLLM_GEMV_WEIGHTED: CTA ranges of equal bytes only in the GEMVs whose members differ in type
-// (4b: the QKV triples with a q6_K V), never in gate+up (one item kind) or a single matmul.
-TEST(Lowering, GemvByteWeightedRangesOnlyForMixedTypes) {
+// The switches of a GEMV group's work split, each reaching only the decode GEMVs it is for (4b),
+// and none by default: JLLM_GEMV_WEIGHTED (CTA ranges of equal bytes) only where the members
+// differ in type (the QKV triples with a q6_K V); JLLM_GEMV_ALIGNED (CTA ranges inside one member
+// each) in every GEMV of several members without a K split (both QKV triples), none with one;
+// JLLM_GEMV_SLOT_SKIP (x staged by the CTA's members) only where the x slots are of several types
+// (the QKV with a q6_K V). Never gate+up (one item kind) or a single matmul.
+TEST(Lowering, GemvGroupSwitchesReachOnlyTheirGroups) {
   auto g = testing::PresetGraph("4b");
   ASSERT_TRUE(g.ok()) << g.status();
-  EXPECT_EQ(GemvLabelsWith(*g, {}, "JLLM_WEIGHTED"), std::set<std::string>{});
-  EXPECT_EQ(GemvLabelsWith(*g, {{"JLLM_GEMV_WEIGHTED", "1"}}, "JLLM_WEIGHTED"),
-            std::set<std::string>{"gemv q4_K+q4_K+q6_K 4096+1024+1024x2560 +norm x:i16 ring3 tma weighted pairs"});
-}
-
-// JLLM_GEMV_ALIGNED: CTA ranges inside one member each in every decode GEMV of several members
-// without a K split (4b: both QKV triples), never in gate+up (one item kind) or a single matmul.
-TEST(Lowering, GemvMemberAlignedRangesOnlyForGroups) {
-  auto g = testing::PresetGraph("4b");
-  ASSERT_TRUE(g.ok()) << g.status();
-  EXPECT_EQ(GemvLabelsWith(*g, {}, "JLLM_ALIGNED"), std::set<std::string>{});
-  EXPECT_EQ(GemvLabelsWith(*g, {{"JLLM_GEMV_ALIGNED", "1"}}, "JLLM_ALIGNED"),
-            (std::set<std::string>{"gemv q4_K+q4_K+q6_K 4096+1024+1024x2560 +norm x:i16 ring3 tma aligned pairs",
-                                    "gemv q4_K+q4_K+q4_K 4096+1024+1024x2560 +norm x:i16 ring3 tma aligned pairs"}));
-  EXPECT_EQ(GemvLabelsWith(*g, {{"JLLM_GEMV_ALIGNED", "1"}, {"JLLM_GEMV_KSPLIT", "2"}}, "JLLM_ALIGNED"),
-            std::set<std::string>{});
-}
-
-// JLLM_GEMV_SLOT_SKIP: only a group with x slots of several types (4b's QKV with a q6_K V; not
-// the all-q4_K QKV, gate+up or single matrices) stages by the CTA's members; off by default.
-TEST(Lowering, GemvSlotSkipOnlyForGroupsOfSeveralTypes) {
-  auto g = testing::PresetGraph("4b");
-  ASSERT_TRUE(g.ok()) << g.status();
-  EXPECT_EQ(GemvLabelsWith(*g, {}, "JLLM_SLOT_SKIP"), std::set<std::string>{});
-  EXPECT_EQ(GemvLabelsWith(*g, {{"JLLM_GEMV_SLOT_SKIP", "1"}}, "JLLM_SLOT_SKIP"),
-            std::set<std::string>{"gemv q4_K+q4_K+q6_K 4096+1024+1024x2560 +norm x:i16 ring3 tma slot-skip pairs"});
+  const std::string mixed = "gemv q4_K+q4_K+q6_K 4096+1024+1024x2560 +norm x:i16 ring3 tma";
+  const std::string q4 = "gemv q4_K+q4_K+q4_K 4096+1024+1024x2560 +norm x:i16 ring3 tma";
+  struct Case {
+    std::string define;
+    std::vector<std::pair<std::string, std::string>> vars;
+    std::set<std::string> labels;
+  };
+  const std::vector<Case> cases = {
+      {"JLLM_WEIGHTED", {}, {}},
+      {"JLLM_WEIGHTED", {{"JLLM_GEMV_WEIGHTED", "1"}}, {mixed + " weighted pairs"}},
+      {"JLLM_ALIGNED", {}, {}},
+      {"JLLM_ALIGNED", {{"JLLM_GEMV_ALIGNED", "1"}}, {mixed + " aligned pairs", q4 + " aligned pairs"}},
+      {"JLLM_ALIGNED", {{"JLLM_GEMV_ALIGNED", "1"}, {"JLLM_GEMV_KSPLIT", "2"}}, {}},
+      {"JLLM_SLOT_SKIP", {}, {}},
+      {"JLLM_SLOT_SKIP", {{"JLLM_GEMV_SLOT_SKIP", "1"}}, {mixed + " slot-skip pairs"}},
+  };
+  for (const Case& c : cases) {
+    std::string vars;
+    for (const auto& [k, v] : c.vars) vars += k + "=" + v + " ";
+    EXPECT_EQ(GemvLabelsWith(*g, c.vars, c.define), c.labels) << c.define << " with " << vars;
+  }
 }
 
 // launch_geometry.h's byte-weighted CTA ranges (gemv.cu, JLLM_WEIGHTED): contiguous, covering
