@@ -306,6 +306,29 @@ ncu_attn() {
 }
 [ ${#only[@]} -gt 0 ] && step ncu-attn 300 ncu_attn  # only when named
 
+# HBM bytes each decode GEMV reads against its weights' bytes (only when named; DRAM_PRESETS,
+# default "4b 14b"): a ratio above 1 is over-fetch — a ring box whose rows start or end inside a
+# DRAM access that the next box's request fetches again. Each kernel alone, caches flushed
+# (ncu's default), so x and gamma come from HBM too (a few KB). Two layers' four GEMVs, then the
+# last layer's and the logits GEMV (launch 145 on 4b's 36 layers, 161 on 14b's 40).
+ncu_dram() {
+  local p layers rc=0
+  for p in ${DRAM_PRESETS:-4b 14b}; do
+    layers=$("$bin/jllm-inspect" "$work/models/$p.gguf" 2>/dev/null | awk '/block_count/ { print $NF; exit }')
+    for skip in 61 $((4 * ${layers:-36} - 3)); do
+      echo "--- $p, gemv launches from $skip"
+      ncu --clock-control none --graph-profiling node -k regex:gemv --launch-skip "$skip" --launch-count 5 \
+        --metrics gpu__time_duration.sum,dram__bytes_read.sum --csv \
+        "$bin/jllm-run" "$work/models/$p.plan" -p "$(printf 'word %.0s' $(seq 1 60))" -n 3 --temp 0 --backend cuda \
+        > "$out/ncu-dram-$p-$skip.csv" 2> "$out/ncu-dram-$p-$skip.err" || { tail -5 "$out/ncu-dram-$p-$skip.err"; rc=1; }
+      grep -E '"(gpu__time_duration.sum|dram__bytes_read.sum)"' "$out/ncu-dram-$p-$skip.csv" |
+        awk -F'","' '{ n = $5; sub(/\(.*/, "", n); printf "%-4s %-36.36s %-24s %s %s\n", $1, n, $(NF-2), $(NF-1), $NF }'
+    done
+  done
+  return $rc
+}
+[ ${#only[@]} -gt 0 ] && step ncu-dram 300 ncu_dram  # only when named
+
 # Registers, spills and shared memory of each 4b kernel as the driver loaded it (only when named;
 # JLLM_KERNEL_INFO=1, cudart_device.cc): budgets for kernel changes come from here, not from a
 # local nvcc. With KINFO_VARIANTS ("name:VAR=v;..."), also each variant's kernels that differ.
