@@ -322,7 +322,7 @@ ncu_dram() {
         "$bin/jllm-run" "$work/models/$p.plan" -p "$(printf 'word %.0s' $(seq 1 60))" -n 3 --temp 0 --backend cuda \
         > "$out/ncu-dram-$p-$skip.csv" 2> "$out/ncu-dram-$p-$skip.err" || { tail -5 "$out/ncu-dram-$p-$skip.err"; rc=1; }
       grep -E '"(gpu__time_duration.sum|dram__bytes_read.sum)"' "$out/ncu-dram-$p-$skip.csv" |
-        awk -F'","' '{ n = $5; sub(/\(.*/, "", n); printf "%-4s %-36.36s %-24s %s %s\n", $1, n, $(NF-2), $(NF-1), $NF }'
+        awk -F'","' '{ printf "%-4s block %-12s grid %-12s %-24s %s %s\n", $1, $8, $9, $(NF-2), $(NF-1), $NF }'
     done
   done
   return $rc
