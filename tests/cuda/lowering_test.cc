@@ -636,6 +636,35 @@ TEST(Lowering, GemvEarlyRingChunksBySwitch) {
   EXPECT_EQ(early({{"JLLM_GEMV_EARLY_SLOTS", "1"}, {"JLLM_GEMV_RING", "0"}}), std::set<std::string>{"0/-"});
 }
 
+// JLLM_GEMV_AHEAD: the ring chunks a warp keeps in flight once it streams — RING - 1 unless set
+// (no define: the kernel's own default, today's behaviour), fewer when asked, never more than
+// RING - 1, absent with the steps in registers; the kernel's label says so.
+TEST(Lowering, GemvRingChunksAheadBySwitch) {
+  auto g = testing::PresetGraph("4b");
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto ahead = [&](std::vector<std::pair<std::string, std::string>> vars) {  // "RING/AHEAD"
+    return DecodeGemvDefines(*g, vars, {"JLLM_RING", "JLLM_AHEAD"});
+  };
+  EXPECT_EQ(ahead({}), std::set<std::string>{"3/-"});
+  EXPECT_EQ(ahead({{"JLLM_GEMV_AHEAD", "2"}, {"JLLM_GEMV_RING", "5"}}), std::set<std::string>{"5/2"});
+  EXPECT_EQ(ahead({{"JLLM_GEMV_AHEAD", "1"}}), std::set<std::string>{"3/1"});
+  EXPECT_EQ(ahead({{"JLLM_GEMV_AHEAD", "9"}, {"JLLM_GEMV_RING", "4"}}), std::set<std::string>{"4/-"});
+  EXPECT_EQ(ahead({{"JLLM_GEMV_AHEAD", "1"}, {"JLLM_GEMV_RING", "0"}}), std::set<std::string>{"0/-"});
+  EXPECT_EQ(ahead({{"JLLM_GEMV_AHEAD", "0"}}), ahead({}));  // below 1: ignored with a warning
+
+  ::jllm::testing::ScopedEnv env({{"JLLM_GEMV_AHEAD", "2"}, {"JLLM_GEMV_RING", "5"}});
+  auto lg = LowerGraph(*g);
+  ASSERT_TRUE(lg.ok()) << lg.status();
+  int gemvs = 0, labelled = 0;
+  for (const Launch* l : DecodeLaunches(*lg)) {
+    if (l->kind != LaunchKind::kGemv) continue;
+    ++gemvs;
+    labelled += absl::StrContains(lg->specs[l->spec].label, " ring5 ahead2");
+  }
+  EXPECT_GT(gemvs, 0);
+  EXPECT_EQ(labelled, gemvs);
+}
+
 // JLLM_GEMV_X_LANES: 2 lanes a run of 16 quantized columns on every decode GEMV by default,
 // whatever K and the CTA's warps; the number asked for (1, 2 or 4) otherwise.
 TEST(Lowering, GemvXLanesBySwitch) {

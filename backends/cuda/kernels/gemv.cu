@@ -43,7 +43,9 @@
 // after a step's 2.5 GB of weights went through L2 it comes from HBM, a round trip that otherwise
 // follows the wait beside x's; 0: with x), JLLM_EARLY_SLOTS (RING > 0: the ring chunks a warp
 // issues before the grid wait, at most RING - 1; the rest go out once the warp has issued its loads
-// of x, so that x's round trip does not queue behind the whole first burst), JLLM_WEIGHTED (1: CTA
+// of x, so that x's round trip does not queue behind the whole first burst), JLLM_AHEAD (RING > 0:
+// the chunks a warp keeps in flight once its stream runs, at most RING - 1 — fewer leaves the
+// ring's other slots to the start, filled through x's staging and the grid wait), JLLM_WEIGHTED (1: CTA
 // ranges of equal weight bytes for groups of several member types; 0: of equal item counts),
 // JLLM_PAIRS (a mask, 1 q4_K, 2 q6_K: those members read as unit pairs, 8 lanes a row and 4 rows a
 // warp step, x quantized per pair; launch_geometry.h), JLLM_HEAD (1: the QKV triple's next node,
@@ -112,6 +114,10 @@ constexpr int kEmbedType = JLLM_EMBED_TYPE, kEmbedRows = JLLM_EMBED_V;
 #define JLLM_EARLY_SLOTS (JLLM_RING > 0 ? JLLM_RING - 1 : 0)
 #endif
 constexpr int kEarlySlots = JLLM_EARLY_SLOTS;
+#ifndef JLLM_AHEAD
+#define JLLM_AHEAD (JLLM_RING > 0 ? JLLM_RING - 1 : 0)
+#endif
+constexpr int kAhead = JLLM_AHEAD;
 #ifndef JLLM_XLANES
 #define JLLM_XLANES 1
 #endif
@@ -122,6 +128,7 @@ constexpr int kXLanes = JLLM_XLANES;
 constexpr int kXElems = 16 / kXLanes;
 static_assert(kXLanes == 1 || kXLanes == 2 || kXLanes == 4, "XLANES 1, 2 or 4");
 static_assert(kEarlySlots >= 0 && (kRing == 0 || kEarlySlots <= kRing - 1), "early ring chunks: 0..RING - 1");
+static_assert(kRing == 0 || (kAhead >= 1 && kAhead <= kRing - 1), "ring chunks ahead: 1..RING - 1");
 // The ring is filled by bulk copies where the GPU has them (JLLM_BULK 1, sm_90), else cp.async.
 constexpr bool kBulk = kRing > 0 && JLLM_BULK && JLLM_HAS_BULK_COPY;
 #ifndef JLLM_TMA
@@ -1051,9 +1058,10 @@ __device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int sp
     // Bulk copies (sm_90): lane j·ItemRows + o copies row o of matrix j, lane 0 arms the slot's
     // mbarrier with all of their bytes (a copy may land before the arming: the transaction count
     // goes negative meanwhile); chunk g is use g / RING of its slot. cp.async: every lane copies
-    // 16-byte pieces of every row and commits one group per chunk (empty past the end), so "chunk
-    // q has landed" is "at most RING - 2 groups pending". The issuing and the consuming side walk
-    // the same chunks: both cut them with chunk_len from step 0.
+    // 16-byte pieces of every row and commits one group per chunk (empty past the end); at least
+    // AHEAD - 1 chunks past q are issued when q opens, so "chunk q has landed" is "at most AHEAD - 1
+    // groups pending". The issuing and the consuming side walk the same chunks: both cut them
+    // with chunk_len from step 0.
     auto chunk_len = [&](int t) {
       if constexpr (kChunk == 1) return 1;
       return min(kChunk, min(kSteps - s_of(t), n_steps - t));
@@ -1139,7 +1147,7 @@ __device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int sp
           jllm_mbar_wait(bars + g % kRingSlots, static_cast<jllm_u32>(g / kRingSlots));
 #endif
         } else {
-          jllm_cp_async_wait<kRing - 2>();
+          jllm_cp_async_wait<kAhead - 1>();
         }
         __syncwarp();  // every lane's copies of chunk q are visible; every lane has read chunk q - 1
         slot = ring + (g % kRingSlots) * kStageBytes;
@@ -1159,7 +1167,9 @@ __device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int sp
           }
         }
       }
-      if (opens) issue_next();  // RING - 1 chunks ahead, into the previous chunk's slot: every lane has read it
+      // AHEAD chunks past this one, into a slot no unread chunk holds (at most RING - 1 ahead; the
+      // start may have issued more): every lane has read the chunks before this one.
+      if (opens && q_issue < q + kAhead) issue_next();
       consume(t, f);
     }
     ring_base += q;

@@ -45,7 +45,7 @@ static_assert(static_cast<int>(ir::KvDType::kF16) == 0 && static_cast<int>(ir::K
 // overridden for A/B measurements by an environment variable read wherever the graph is lowered
 // (the CUDA backend at load; jllm-compile for --arch CUBINs, which match only the same values):
 // JLLM_GEMV_R, JLLM_GEMV_NW, JLLM_GEMV_DEPTH, JLLM_GEMV_MINB, JLLM_GEMV_ITEMS, JLLM_GEMV_KSPLIT,
-// JLLM_GEMV_X (lowering.h), JLLM_GEMV_RING (0 = registers), JLLM_GEMV_CHUNK, JLLM_GEMV_EARLY_SLOTS, JLLM_GEMV_BULK, JLLM_GEMV_TMA, JLLM_GEMV_WEIGHTED,
+// JLLM_GEMV_X (lowering.h), JLLM_GEMV_RING (0 = registers), JLLM_GEMV_CHUNK, JLLM_GEMV_EARLY_SLOTS, JLLM_GEMV_AHEAD, JLLM_GEMV_BULK, JLLM_GEMV_TMA, JLLM_GEMV_WEIGHTED,
 // JLLM_GEMV_SPREAD, JLLM_GEMV_LATE_NORM, JLLM_GEMV_LAZY_SCALE, JLLM_GEMV_X_LANES, JLLM_GEMV_PAIRS, JLLM_GEMV_PAIRS_MIN_MIB;
 // JLLM_GEMM_MMA, JLLM_PREFETCH (lowering.h), JLLM_GEMM_BN, JLLM_GEMM_BM, JLLM_GEMM_XSPLIT,
 // JLLM_GEMM_MINB, JLLM_GEMM_PAIR; JLLM_ATTN_SPLITS, JLLM_ATTN_MINCHUNK, JLLM_ATTN_NW, JLLM_ATTN_RING,
@@ -550,8 +550,13 @@ class Lowerer {
     defs.push_back(D("JLLM_CHUNK", chunk));
     // The ring's first chunks before the grid wait: all RING - 1 (the heuristic), or fewer, the
     // rest once x's loads are out (JLLM_GEMV_EARLY_SLOTS; docs/PERF.md, "x's loads first").
+    // The chunks in flight once the stream runs: all RING - 1 (the heuristic), or fewer, the ring's
+    // other slots then only filled at the start, through x's staging (JLLM_GEMV_AHEAD; docs/PERF.md,
+    // "The ring's bytes in flight through x's staging").
+    const int ahead = ring > 0 ? static_cast<int>(std::min<int64_t>(knob("ahead", ring - 1), ring - 1)) : 0;
     if (ring > 0) {
       defs.push_back(D("JLLM_EARLY_SLOTS", std::min<int64_t>(knob("early_slots", ring - 1), ring - 1)));
+      if (ahead < ring - 1) defs.push_back(D("JLLM_AHEAD", ahead));
     }
     const bool bulk = knob("bulk", kGemvBulk) != 0;
     defs.push_back(D("JLLM_BULK", bulk));
@@ -609,6 +614,7 @@ class Lowerer {
                         absl::StrCat("gemv ", key, ksplit > 1 ? absl::StrCat(" split", ksplit) : "",
                                      x_planes == 1 ? " x:i8" : x_planes == 2 ? " x:i16" : "",
                                      ring > 0 ? absl::StrCat(" ring", ring) : "",
+                                     ring > 0 && ahead < ring - 1 ? absl::StrCat(" ahead", ahead) : "",
                                      chunk > 1 ? absl::StrCat(" chunk", chunk) : "", tma ? " tma" : "",
                                      weighted ? " weighted" : "", aligned ? " aligned" : "",
                                      slot_skip ? " slot-skip" : "",
