@@ -622,35 +622,26 @@ std::set<std::string> DecodeGemvDefines(const ir::Graph& g, std::vector<std::pai
 }
 
 // JLLM_GEMV_EARLY_SLOTS: the ring chunks a warp issues before the grid wait — RING - 1 unless
-// set (today's behaviour), at most RING - 1 when set higher, absent with the steps in registers.
-TEST(Lowering, GemvEarlyRingChunksBySwitch) {
+// set (today's behaviour), at most RING - 1 when set higher; JLLM_GEMV_AHEAD: the chunks it keeps
+// in flight once it streams — RING - 1 unless set (no define: the kernel's own default), fewer
+// when asked, never more than RING - 1. Both absent with the steps in registers; the label names
+// a lower AHEAD.
+TEST(Lowering, GemvRingChunksBySwitch) {
   auto g = testing::PresetGraph("4b");
   ASSERT_TRUE(g.ok()) << g.status();
-  auto early = [&](std::vector<std::pair<std::string, std::string>> vars) {  // "RING/EARLY"
-    return DecodeGemvDefines(*g, vars, {"JLLM_RING", "JLLM_EARLY_SLOTS"});
+  auto chunks = [&](std::vector<std::pair<std::string, std::string>> vars) {  // "RING/EARLY/AHEAD"
+    return DecodeGemvDefines(*g, vars, {"JLLM_RING", "JLLM_EARLY_SLOTS", "JLLM_AHEAD"});
   };
-  EXPECT_EQ(early({}), std::set<std::string>{"3/2"});
-  EXPECT_EQ(early({{"JLLM_GEMV_EARLY_SLOTS", "0"}}), std::set<std::string>{"3/0"});
-  EXPECT_EQ(early({{"JLLM_GEMV_EARLY_SLOTS", "1"}, {"JLLM_GEMV_RING", "5"}}), std::set<std::string>{"5/1"});
-  EXPECT_EQ(early({{"JLLM_GEMV_EARLY_SLOTS", "9"}, {"JLLM_GEMV_RING", "4"}}), std::set<std::string>{"4/3"});
-  EXPECT_EQ(early({{"JLLM_GEMV_EARLY_SLOTS", "1"}, {"JLLM_GEMV_RING", "0"}}), std::set<std::string>{"0/-"});
-}
-
-// JLLM_GEMV_AHEAD: the ring chunks a warp keeps in flight once it streams — RING - 1 unless set
-// (no define: the kernel's own default, today's behaviour), fewer when asked, never more than
-// RING - 1, absent with the steps in registers; the kernel's label says so.
-TEST(Lowering, GemvRingChunksAheadBySwitch) {
-  auto g = testing::PresetGraph("4b");
-  ASSERT_TRUE(g.ok()) << g.status();
-  auto ahead = [&](std::vector<std::pair<std::string, std::string>> vars) {  // "RING/AHEAD"
-    return DecodeGemvDefines(*g, vars, {"JLLM_RING", "JLLM_AHEAD"});
-  };
-  EXPECT_EQ(ahead({}), std::set<std::string>{"3/-"});
-  EXPECT_EQ(ahead({{"JLLM_GEMV_AHEAD", "2"}, {"JLLM_GEMV_RING", "5"}}), std::set<std::string>{"5/2"});
-  EXPECT_EQ(ahead({{"JLLM_GEMV_AHEAD", "1"}}), std::set<std::string>{"3/1"});
-  EXPECT_EQ(ahead({{"JLLM_GEMV_AHEAD", "9"}, {"JLLM_GEMV_RING", "4"}}), std::set<std::string>{"4/-"});
-  EXPECT_EQ(ahead({{"JLLM_GEMV_AHEAD", "1"}, {"JLLM_GEMV_RING", "0"}}), std::set<std::string>{"0/-"});
-  EXPECT_EQ(ahead({{"JLLM_GEMV_AHEAD", "0"}}), ahead({}));  // below 1: ignored with a warning
+  EXPECT_EQ(chunks({}), std::set<std::string>{"3/2/-"});
+  EXPECT_EQ(chunks({{"JLLM_GEMV_EARLY_SLOTS", "0"}}), std::set<std::string>{"3/0/-"});
+  EXPECT_EQ(chunks({{"JLLM_GEMV_EARLY_SLOTS", "1"}, {"JLLM_GEMV_RING", "5"}}), std::set<std::string>{"5/1/-"});
+  EXPECT_EQ(chunks({{"JLLM_GEMV_EARLY_SLOTS", "9"}, {"JLLM_GEMV_RING", "4"}}), std::set<std::string>{"4/3/-"});
+  EXPECT_EQ(chunks({{"JLLM_GEMV_EARLY_SLOTS", "1"}, {"JLLM_GEMV_RING", "0"}}), std::set<std::string>{"0/-/-"});
+  EXPECT_EQ(chunks({{"JLLM_GEMV_AHEAD", "2"}, {"JLLM_GEMV_RING", "5"}}), std::set<std::string>{"5/4/2"});
+  EXPECT_EQ(chunks({{"JLLM_GEMV_AHEAD", "1"}}), std::set<std::string>{"3/2/1"});
+  EXPECT_EQ(chunks({{"JLLM_GEMV_AHEAD", "9"}, {"JLLM_GEMV_RING", "4"}}), std::set<std::string>{"4/3/-"});
+  EXPECT_EQ(chunks({{"JLLM_GEMV_AHEAD", "1"}, {"JLLM_GEMV_RING", "0"}}), std::set<std::string>{"0/-/-"});
+  EXPECT_EQ(chunks({{"JLLM_GEMV_AHEAD", "0"}}), chunks({}));  // below 1: ignored with a warning
 
   ::jllm::testing::ScopedEnv env({{"JLLM_GEMV_AHEAD", "2"}, {"JLLM_GEMV_RING", "5"}});
   auto lg = LowerGraph(*g);

@@ -548,11 +548,11 @@ class Lowerer {
     if (ring == 0) chunk = 1;  // (steps in registers)
     defs.push_back(D("JLLM_RING", ring));
     defs.push_back(D("JLLM_CHUNK", chunk));
-    // The ring's first chunks before the grid wait: all RING - 1 (the heuristic), or fewer, the
-    // rest once x's loads are out (JLLM_GEMV_EARLY_SLOTS; docs/PERF.md, "x's loads first").
-    // The chunks in flight once the stream runs: all RING - 1 (the heuristic), or fewer, the ring's
-    // other slots then only filled at the start, through x's staging (JLLM_GEMV_AHEAD; docs/PERF.md,
-    // "The ring's bytes in flight through x's staging").
+    // Of the ring's RING - 1 chunks in flight (the heuristic, for both): those issued before the
+    // grid wait, the rest once x's loads are out (JLLM_GEMV_EARLY_SLOTS; docs/PERF.md, "x's loads
+    // first"), and those kept in flight once the stream runs, fewer leaving the other slots to the
+    // start (JLLM_GEMV_AHEAD; "The ring's bytes in flight through x's staging": both measured
+    // slower when changed).
     const int ahead = ring > 0 ? static_cast<int>(std::min<int64_t>(knob("ahead", ring - 1), ring - 1)) : 0;
     if (ring > 0) {
       defs.push_back(D("JLLM_EARLY_SLOTS", std::min<int64_t>(knob("early_slots", ring - 1), ring - 1)));
