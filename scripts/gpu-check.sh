@@ -11,6 +11,7 @@
 # loading; only when named: `tune` runs jllm-compile --tune and benches the tuned plans against
 # the built-in choices, `ncu-source` profiles three 4b GEMVs per SASS instruction
 # (scripts/ncu_source_summary.py sums them by phase), `ncu-attn` decode attention at 8k,
+# `ncu-dram` the HBM bytes each decode GEMV reads against its weights' (DRAM_PRESETS),
 # `kernel-info` each 4b kernel's registers, spills and shared memory (KINFO_VARIANTS: switches),
 # `probe` the device microbenchmarks of jllm-bench --probe (PROBES),
 # `ab2` and `ab3` further A/B sets (AB2_VARIANTS, AB2_PRESETS, ...; `ab` below says how), `trace-ab`
