@@ -313,7 +313,7 @@ ncu_attn() {
 # (ncu's default), so x and gamma come from HBM too (a few KB). Two layers' four GEMVs, then the
 # last layer's and the logits GEMV (launch 145 on 4b's 36 layers, 161 on 14b's 40).
 ncu_dram() {
-  local p layers rc=0
+  local p layers skip rc=0
   for p in ${DRAM_PRESETS:-4b 14b}; do
     layers=$("$bin/jllm-inspect" "$work/models/$p.gguf" 2>/dev/null | awk '/block_count/ { print $NF; exit }')
     for skip in 61 $((4 * ${layers:-36} - 3)); do
