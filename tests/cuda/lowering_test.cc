@@ -621,27 +621,30 @@ std::set<std::string> DecodeGemvDefines(const ir::Graph& g, std::vector<std::pai
   return seen;
 }
 
-// JLLM_GEMV_EARLY_SLOTS: the ring chunks a warp issues before the grid wait — RING - 1 unless
-// set (today's behaviour), at most RING - 1 when set higher; JLLM_GEMV_AHEAD: the chunks it keeps
-// in flight once it streams — RING - 1 unless set (no define: the kernel's own default), fewer
-// when asked, never more than RING - 1. Both absent with the steps in registers; the label names
-// a lower AHEAD.
+// JLLM_GEMV_EARLY_SLOTS: the ring chunks a warp issues before the grid wait — 2 unless set (or
+// RING - 1 if that is fewer), at most RING - 1 when set higher; JLLM_GEMV_AHEAD: the chunks it
+// keeps in flight once it streams — RING - 1 unless set (no define: the kernel's own default),
+// fewer when asked, never more than RING - 1. Both absent with the steps in registers; the label
+// names a lower AHEAD. (With every ring set alike, as here, the size rule's ring of 4 is moot.)
 TEST(Lowering, GemvRingChunksBySwitch) {
   auto g = testing::PresetGraph("4b");
   ASSERT_TRUE(g.ok()) << g.status();
   auto chunks = [&](std::vector<std::pair<std::string, std::string>> vars) {  // "RING/EARLY/AHEAD"
     return DecodeGemvDefines(*g, vars, {"JLLM_RING", "JLLM_EARLY_SLOTS", "JLLM_AHEAD"});
   };
-  EXPECT_EQ(chunks({}), std::set<std::string>{"3/2/-"});
-  EXPECT_EQ(chunks({{"JLLM_GEMV_EARLY_SLOTS", "0"}}), std::set<std::string>{"3/0/-"});
+  EXPECT_EQ(chunks({{"JLLM_GEMV_RING", "3"}}), std::set<std::string>{"3/2/-"});
+  EXPECT_EQ(chunks({{"JLLM_GEMV_RING", "2"}}), std::set<std::string>{"2/1/-"});
+  EXPECT_EQ(chunks({{"JLLM_GEMV_RING", "5"}}), std::set<std::string>{"5/2/-"});
+  EXPECT_EQ(chunks({{"JLLM_GEMV_EARLY_SLOTS", "0"}, {"JLLM_GEMV_RING", "3"}}), std::set<std::string>{"3/0/-"});
   EXPECT_EQ(chunks({{"JLLM_GEMV_EARLY_SLOTS", "1"}, {"JLLM_GEMV_RING", "5"}}), std::set<std::string>{"5/1/-"});
   EXPECT_EQ(chunks({{"JLLM_GEMV_EARLY_SLOTS", "9"}, {"JLLM_GEMV_RING", "4"}}), std::set<std::string>{"4/3/-"});
   EXPECT_EQ(chunks({{"JLLM_GEMV_EARLY_SLOTS", "1"}, {"JLLM_GEMV_RING", "0"}}), std::set<std::string>{"0/-/-"});
-  EXPECT_EQ(chunks({{"JLLM_GEMV_AHEAD", "2"}, {"JLLM_GEMV_RING", "5"}}), std::set<std::string>{"5/4/2"});
-  EXPECT_EQ(chunks({{"JLLM_GEMV_AHEAD", "1"}}), std::set<std::string>{"3/2/1"});
-  EXPECT_EQ(chunks({{"JLLM_GEMV_AHEAD", "9"}, {"JLLM_GEMV_RING", "4"}}), std::set<std::string>{"4/3/-"});
+  EXPECT_EQ(chunks({{"JLLM_GEMV_AHEAD", "2"}, {"JLLM_GEMV_RING", "5"}}), std::set<std::string>{"5/2/2"});
+  EXPECT_EQ(chunks({{"JLLM_GEMV_AHEAD", "1"}, {"JLLM_GEMV_RING", "3"}}), std::set<std::string>{"3/2/1"});
+  EXPECT_EQ(chunks({{"JLLM_GEMV_AHEAD", "9"}, {"JLLM_GEMV_RING", "4"}}), std::set<std::string>{"4/2/-"});
   EXPECT_EQ(chunks({{"JLLM_GEMV_AHEAD", "1"}, {"JLLM_GEMV_RING", "0"}}), std::set<std::string>{"0/-/-"});
   EXPECT_EQ(chunks({{"JLLM_GEMV_AHEAD", "0"}}), chunks({}));  // below 1: ignored with a warning
+  EXPECT_EQ(chunks({}), (std::set<std::string>{"3/2/-", "4/2/-"}));  // the size rule: 4b's logits
 
   ::jllm::testing::ScopedEnv env({{"JLLM_GEMV_AHEAD", "2"}, {"JLLM_GEMV_RING", "5"}});
   auto lg = LowerGraph(*g);
@@ -654,6 +657,54 @@ TEST(Lowering, GemvRingChunksBySwitch) {
   }
   EXPECT_GT(gemvs, 0);
   EXPECT_EQ(labelled, gemvs);
+}
+
+// The size rule's deeper ring: GEMV groups of at least 40 MiB of weights stream through 4 slots
+// a warp (2 of them issued before the grid wait, like the others' 3), the rest through 3. 14b:
+// gate+up (2 x 17408 x 5120 q4_K, 95.6 MiB) and the downs (5120 x 17408, q4_K 47.8 MiB, q6_K 69.7)
+// take 4; QKV (19 MiB), the attention output (14) and the logits (151936 x 5120 q6_K: wider than
+// 4,096 columns) 3. 4b's biggest layer GEMV, gate+up (2 x 9728 x 2560 q4_K, 26.7 MiB), keeps 3;
+// its logits (2,560 columns) take 4. Without the size rule, or with the threshold moved past
+// every group, every ring is 3 again.
+TEST(Lowering, DeepRingOnTheBiggestGemvs) {
+  auto rings = [](const std::string& preset, std::vector<std::pair<std::string, std::string>> vars) {
+    std::map<std::string, std::string> by_shape;  // label's shape -> "RING/EARLY"
+    auto g = testing::PresetGraph(preset);
+    EXPECT_TRUE(g.ok()) << g.status();
+    if (!g.ok()) return by_shape;
+    ::jllm::testing::ScopedEnv env(vars);
+    auto lg = LowerGraph(*g);
+    EXPECT_TRUE(lg.ok()) << lg.status();
+    if (!lg.ok()) return by_shape;
+    for (const Launch* l : DecodeLaunches(*lg)) {
+      if (l->kind != LaunchKind::kGemv) continue;
+      const KernelSpec& spec = lg->specs[l->spec];
+      const std::vector<std::string> words = absl::StrSplit(spec.label, ' ');
+      EXPECT_GE(words.size(), 3u) << spec.label;
+      if (words.size() < 3) continue;
+      by_shape[absl::StrCat(words[1], " ", words[2])] =
+          absl::StrCat(Define(spec, "JLLM_RING"), "/", Define(spec, "JLLM_EARLY_SLOTS"));
+    }
+    return by_shape;
+  };
+  const std::map<std::string, std::string> fourteen = {
+      {"q4_K+q4_K+q4_K 5120+1024+1024x5120", "3/2"}, {"q4_K+q4_K+q6_K 5120+1024+1024x5120", "3/2"},
+      {"q4_K 5120x5120", "3/2"},  {"q4_K+q4_K 17408+17408x5120", "4/2"},
+      {"q4_K 5120x17408", "4/2"}, {"q6_K 5120x17408", "4/2"},
+      {"q6_K 151936x5120", "3/2"}};
+  EXPECT_EQ(rings("14b", {}), fourteen);
+  const std::map<std::string, std::string> four = {
+      {"q4_K+q4_K+q4_K 4096+1024+1024x2560", "3/2"}, {"q4_K+q4_K+q6_K 4096+1024+1024x2560", "3/2"},
+      {"q4_K 2560x4096", "3/2"},  {"q4_K+q4_K 9728+9728x2560", "3/2"},
+      {"q4_K 2560x9728", "3/2"},  {"q6_K 2560x9728", "3/2"},
+      {"q6_K 151936x2560", "4/2"}};
+  EXPECT_EQ(rings("4b", {}), four);
+  for (const auto& off : std::vector<std::pair<std::string, std::string>>{{"JLLM_GEMV_BY_SIZE", "0"},
+                                                                          {"JLLM_GEMV_DEEP_RING_MIN_MIB", "100000"}}) {
+    for (const auto& [shape, ring] : rings("14b", {off})) EXPECT_EQ(ring, "3/2") << off.first << ": " << shape;
+  }
+  // An asked-for ring is every GEMV's, deep or not.
+  for (const auto& [shape, ring] : rings("14b", {{"JLLM_GEMV_RING", "3"}})) EXPECT_EQ(ring, "3/2") << shape;
 }
 
 // JLLM_GEMV_X_LANES: 2 lanes a run of 16 quantized columns on every decode GEMV by default,

@@ -76,6 +76,20 @@ constexpr int kGemvMaxSplit = 8;
 constexpr int kGemvActivationPlanes = 2;  // int16 x (GemvActivationPlanes, lowering.h)
 constexpr int kGemvLazyScale = 0;  // the RMS scale before the first dot (JLLM_GEMV_LAZY_SCALE=1: at the first result)
 constexpr int kGemvRing = 3;    // slots of a shared-memory ring per warp (0: steps ahead in registers)
+// A deeper ring on the GEMVs of at least kGemvDeepRingMinMib of weights (with GemvBySize; stop 39,
+// H100 tg128, docs/PERF.md "The size rule for the ring of 4"): 14b's gate+up and downs +1.1 %,
+// 4b's and 0.6b's logits alone +1.2 % / ±0, while on every 4b GEMV the ring of 4 lost 3.8 % (H200,
+// stop 38): its extra chunk lands beside x's staging, which a long stream amortizes and a short
+// one pays. 40 MiB lies between 4b's gate+up (27 MiB) and 14b's q4_K down (48). The logits GEMV
+// takes it only up to kGemvDeepLogitsMaxK columns: 4b's (K 2,560) +1.2 %, 0.6b's (1,024) ±0,
+// 14b's (5,120) −0.33 % (three pairs in one call, each within 0.05 t/s); why 4b's gains is open.
+constexpr int kGemvDeepRing = 4;
+constexpr int kGemvDeepRingMinMib = 40;
+constexpr int kGemvDeepLogitsMaxK = 4096;
+// Ring chunks a warp issues before its grid wait, at most RING - 1 (the rest go out once its loads
+// of x are issued): two, measured best with rings of 3 (one: -4.9 %, stop 30) and 4 (three: -4 %,
+// stop 28; two: the size rule's gain).
+constexpr int kGemvEarlySlots = 2;
 constexpr int kGemvBulk = 1;    // the ring filled by bulk copies on sm_90 (0: cp.async everywhere)
 // The ring's bulk copies through each matrix's tensor map, one copy a matrix a slot from one
 // lane (1, the default since stop 28: H100 tg128 4b +3.5 % / +4.0 %, 0.6b +1.9 % / +0.9 % in two
@@ -537,7 +551,10 @@ class Lowerer {
     defs.push_back(D("JLLM_MINB", knob("minb", wide ? kGemvFfnMinBlocks : kGemvMinBlocks)));
     // The ring as deep as asked while the CTA fits the GPU's shared memory (sm_86/sm_89: 99 KiB;
     // 4b's gate+up ring of 3 takes 119), then its slots as long, else in registers.
-    int ring = static_cast<int>(knob("ring", kGemvRing));
+    const bool logits = g_.nodes[node_].op == OpKind::kLogits;
+    const bool deep = by_size && group_bytes >= knob("deep_ring_min_mib", kGemvDeepRingMinMib) << 20 &&
+                      (!logits || k <= kGemvDeepLogitsMaxK);
+    int ring = static_cast<int>(knob("ring", deep ? kGemvDeepRing : kGemvRing));
     int chunk = static_cast<int>(knob("chunk", kGemvChunk));
     auto gemv_smem = [&](int r, int c) {
       return geo::GemvSmemBytes(k, static_cast<int>(slots)) + geo::GemvRingBytes(stage_bytes * c, r, nw);
@@ -548,14 +565,14 @@ class Lowerer {
     if (ring == 0) chunk = 1;  // (steps in registers)
     defs.push_back(D("JLLM_RING", ring));
     defs.push_back(D("JLLM_CHUNK", chunk));
-    // Of the ring's RING - 1 chunks in flight (the heuristic, for both): those issued before the
-    // grid wait, the rest once x's loads are out (JLLM_GEMV_EARLY_SLOTS; docs/PERF.md, "x's loads
-    // first"), and those kept in flight once the stream runs, fewer leaving the other slots to the
-    // start (JLLM_GEMV_AHEAD; "The ring's bytes in flight through x's staging": both measured
-    // slower when changed).
+    // Of the ring's RING - 1 chunks in flight: those issued before the grid wait (kGemvEarlySlots),
+    // the rest once x's loads are out (JLLM_GEMV_EARLY_SLOTS; docs/PERF.md, "x's loads first"),
+    // and those kept in flight once the stream runs (all of them), fewer leaving the other slots
+    // to the start (JLLM_GEMV_AHEAD; "The ring's bytes in flight through x's staging": slower).
     const int ahead = ring > 0 ? static_cast<int>(std::min<int64_t>(knob("ahead", ring - 1), ring - 1)) : 0;
     if (ring > 0) {
-      defs.push_back(D("JLLM_EARLY_SLOTS", std::min<int64_t>(knob("early_slots", ring - 1), ring - 1)));
+      const int64_t early = knob("early_slots", std::min(kGemvEarlySlots, ring - 1));
+      defs.push_back(D("JLLM_EARLY_SLOTS", std::min<int64_t>(early, ring - 1)));
       if (ahead < ring - 1) defs.push_back(D("JLLM_AHEAD", ahead));
     }
     const bool bulk = knob("bulk", kGemvBulk) != 0;

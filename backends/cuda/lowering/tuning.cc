@@ -49,6 +49,8 @@ const std::vector<GemvKnob>& GemvKnobs() {
       {"minb", "JLLM_GEMV_MINB", 1, 32, -1, "CTAs an SM the registers are capped for"},
       {"r", "JLLM_GEMV_R", 1, 8, -1, "rows a warp item reads (16-byte units; pairs take 4)"},
       {"ring", "JLLM_GEMV_RING", 0, 16, 1, "shared-memory slots a warp (0: registers)"},
+      {"deep_ring_min_mib", "JLLM_GEMV_DEEP_RING_MIN_MIB", 0, 1 << 20, -1,
+       "a ring of 4 on GEMVs this large (ring unset; with the size rule)"},
       {"chunk", "JLLM_GEMV_CHUNK", 1, 8, -1, "unit steps a ring slot holds, one copy a row (ring > 0)"},
       {"early_slots", "JLLM_GEMV_EARLY_SLOTS", 0, 15, -1,
        "ring chunks a warp issues before the grid wait, the rest after its loads of x (ring > 0; at most ring - 1)"},
