@@ -659,6 +659,36 @@ TEST(Lowering, GemvRingChunksBySwitch) {
   EXPECT_EQ(labelled, gemvs);
 }
 
+// JLLM_GEMV_L2_EARLY: the ring chunks past the early ones a warp asks of L2 before its grid wait
+// — a define (and " l2eN" in the label) only where the ring goes through tensor maps, none by
+// default or without them (sm_90 without tensor copies, cp.async rings, registers).
+TEST(Lowering, GemvL2EarlyChunksOnlyWithTensorMaps) {
+  auto g = testing::PresetGraph("4b");
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto seen = [&](std::vector<std::pair<std::string, std::string>> vars, LoweringTarget target = {}) {
+    ::jllm::testing::ScopedEnv env(vars);
+    std::set<std::string> out;  // "TMA/L2_EARLY/labelled"
+    auto lg = LowerGraph(*g, nullptr, target);
+    EXPECT_TRUE(lg.ok()) << lg.status();
+    if (!lg.ok()) return out;
+    for (const Launch* l : DecodeLaunches(*lg)) {
+      if (l->kind != LaunchKind::kGemv) continue;
+      const KernelSpec& s = lg->specs[l->spec];
+      const std::string l2 = Define(s, "JLLM_L2_EARLY");
+      out.insert(absl::StrCat(Define(s, "JLLM_TMA"), "/", l2.empty() ? "-" : l2, "/",
+                              absl::StrContains(s.label, " l2e") ? "l2e" : "-"));
+    }
+    return out;
+  };
+  EXPECT_EQ(seen({}), std::set<std::string>{"1/-/-"});
+  EXPECT_EQ(seen({{"JLLM_GEMV_L2_EARLY", "2"}}), std::set<std::string>{"1/2/l2e"});
+  EXPECT_EQ(seen({{"JLLM_GEMV_L2_EARLY", "2"}, {"JLLM_GEMV_TMA", "0"}}), std::set<std::string>{"0/-/-"});
+  EXPECT_EQ(seen({{"JLLM_GEMV_L2_EARLY", "2"}, {"JLLM_GEMV_BULK", "0"}}), std::set<std::string>{"0/-/-"});
+  EXPECT_EQ(seen({{"JLLM_GEMV_L2_EARLY", "2"}}, LoweringTarget{kSmemPerBlockSm90, 132, false}),
+            std::set<std::string>{"0/-/-"});
+  EXPECT_EQ(seen({{"JLLM_GEMV_L2_EARLY", "16"}}), seen({}));  // past 15: ignored with a warning
+}
+
 // The size rule's deeper ring: GEMV groups of at least 40 MiB of weights stream through 4 slots
 // a warp (2 of them issued before the grid wait, like the others' 3), the rest through 3. 14b:
 // gate+up (2 x 17408 x 5120 q4_K, 95.6 MiB) and the downs (5120 x 17408, q4_K 47.8 MiB, q6_K 69.7)

@@ -137,6 +137,15 @@ constexpr bool kBulk = kRing > 0 && JLLM_BULK && JLLM_HAS_BULK_COPY;
 // Bulk copies through each matrix's tensor map (args.tmap): lane 0 copies a chunk's box of the
 // item's rows in one instruction a matrix, instead of a copy a row issued lane by lane.
 constexpr bool kTma = kBulk && JLLM_TMA;
+#ifndef JLLM_L2_EARLY
+#define JLLM_L2_EARLY 0
+#endif
+// With tensor maps: the ring chunks after the first EARLY_SLOTS that a warp asks of L2 before
+// its grid wait (one box prefetch a matrix, no bytes to the SM), so that they come from L2 once
+// issued — HBM busy through the wait without a burst landing beside x's staging (the lowering
+// defines it only with tensor maps; elsewhere nothing is prefetched).
+constexpr int kL2Early = kTma ? JLLM_L2_EARLY : 0;
+static_assert(JLLM_L2_EARLY >= 0 && JLLM_L2_EARLY <= 15, "L2_EARLY: 0..15 chunks");
 
 #ifndef JLLM_T1
 #define JLLM_T1 JLLM_T0
@@ -1127,9 +1136,28 @@ __device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int sp
       ++q_issue;
       if constexpr (!kBulk) jllm_cp_async_commit();
     };
+    // L2_EARLY: the box of the chunk that begins at step t asked of L2 (lane 0); its length.
+    auto prefetch_chunk = [&](int t) {
+      const int s = s_of(t), row0 = rg_of(t) * kItemRows, len = chunk_len(t);
+#if JLLM_HAS_BULK_COPY
+      if constexpr (kTma) {
+        if (lane == 0 && n_units - kLpr * s > 0) {
+          const jllm_i64 col = static_cast<jllm_i64>(u0 + kLpr * s) * kUnitBytes;
+#pragma unroll
+          for (int j = 0; j < kMembersPerItem; ++j) jllm_tile_prefetch_l2(&args.tmap[kM + j], static_cast<int>(col / 8), row0);
+        }
+      }
+#endif
+      return len;
+    };
     __syncwarp();  // the warp's previous segment has read every slot
     const int early = first ? kEarlySlots : kRing - 1;  // chunks issued before the grid wait
     for (int b = 0; b < early; ++b) issue_next();
+    if constexpr (kL2Early > 0) {
+      if (first) {
+        for (int b = 0, t = t_issue; b < kL2Early && t < n_steps; ++b) t += prefetch_chunk(t);
+      }
+    }
     __syncwarp();  // (the emulation runs lanes one at a time: lane 0 has issued before any waits)
     stage_x([&] {
       for (int b = early; b < kRing - 1; ++b) issue_next();

@@ -453,6 +453,34 @@ __device__ __forceinline__ void jllm_tile_copy(void* smem_dst, const void* map, 
 #endif
 }
 
+// The box jllm_tile_copy(…, map, x0, y0, …) would copy, asked of L2 only (sm_90): no bytes to
+// the SM, nothing to wait on — a hint the GPU may drop. The emulation checks the map and the
+// coordinates as the copy does and reads each live row's first byte (sanitizers).
+__device__ __forceinline__ void jllm_tile_prefetch_l2(const void* map, int x0, int y0) {
+#if defined(JLLM_EMULATE)
+  const jllm::cuda::EmuTileMap* m = static_cast<const jllm::cuda::EmuTileMap*>(map);
+  if (m->magic != jllm::cuda::kEmuTileMapMagic) {
+    std::fprintf(stderr, "emulated kernel: tile prefetch through a tensor map that was never encoded\n");
+    std::abort();
+  }
+  const jllm::cuda::TileBox& b = m->box;
+  const long long x = 8ll * x0;
+  if (x < 0 || y0 < 0 || x % 16 != 0) {
+    std::fprintf(stderr, "emulated kernel: tile prefetch at byte %lld of row %d\n", x, y0);
+    std::abort();
+  }
+  for (int r = 0; r < b.box_rows; ++r) {
+    const long long row = y0 + r;
+    if (row < b.rows && x < b.row_bytes) {
+      (void)*(static_cast<const volatile unsigned char*>(b.base) + row * b.row_stride + x);
+    }
+  }
+#else
+  asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];" ::"l"(map), "r"(x0), "r"(y0)
+               : "memory");
+#endif
+}
+
 // p rounded up to a multiple of `a` bytes in the shared-memory window (the dynamic array's base
 // is only 16-byte aligned).
 __device__ __forceinline__ jllm_u8* jllm_smem_align_up(jllm_u8* p, jllm_u32 a) {

@@ -45,7 +45,7 @@ static_assert(static_cast<int>(ir::KvDType::kF16) == 0 && static_cast<int>(ir::K
 // overridden for A/B measurements by an environment variable read wherever the graph is lowered
 // (the CUDA backend at load; jllm-compile for --arch CUBINs, which match only the same values):
 // JLLM_GEMV_R, JLLM_GEMV_NW, JLLM_GEMV_DEPTH, JLLM_GEMV_MINB, JLLM_GEMV_ITEMS, JLLM_GEMV_KSPLIT,
-// JLLM_GEMV_X (lowering.h), JLLM_GEMV_RING (0 = registers), JLLM_GEMV_CHUNK, JLLM_GEMV_EARLY_SLOTS, JLLM_GEMV_AHEAD, JLLM_GEMV_BULK, JLLM_GEMV_TMA, JLLM_GEMV_WEIGHTED,
+// JLLM_GEMV_X (lowering.h), JLLM_GEMV_RING (0 = registers), JLLM_GEMV_CHUNK, JLLM_GEMV_EARLY_SLOTS, JLLM_GEMV_AHEAD, JLLM_GEMV_L2_EARLY, JLLM_GEMV_BULK, JLLM_GEMV_TMA, JLLM_GEMV_WEIGHTED,
 // JLLM_GEMV_SPREAD, JLLM_GEMV_LATE_NORM, JLLM_GEMV_LAZY_SCALE, JLLM_GEMV_X_LANES, JLLM_GEMV_PAIRS, JLLM_GEMV_PAIRS_MIN_MIB;
 // JLLM_GEMM_MMA, JLLM_PREFETCH (lowering.h), JLLM_GEMM_BN, JLLM_GEMM_BM, JLLM_GEMM_XSPLIT,
 // JLLM_GEMM_MINB, JLLM_GEMM_PAIR; JLLM_ATTN_SPLITS, JLLM_ATTN_MINCHUNK, JLLM_ATTN_NW, JLLM_ATTN_RING,
@@ -90,6 +90,9 @@ constexpr int kGemvDeepLogitsMaxK = 4096;
 // of x are issued): two, measured best with rings of 3 (one: -4.9 %, stop 30) and 4 (three: -4 %,
 // stop 28; two: the size rule's gain).
 constexpr int kGemvEarlySlots = 2;
+// Ring chunks past the early ones that a warp asks of L2 before its grid wait, with tensor maps
+// (gemv.cu L2_EARLY): 0 until measured (JLLM_GEMV_L2_EARLY).
+constexpr int kGemvL2Early = 0;
 constexpr int kGemvBulk = 1;    // the ring filled by bulk copies on sm_90 (0: cp.async everywhere)
 // The ring's bulk copies through each matrix's tensor map, one copy a matrix a slot from one
 // lane (1, the default since stop 28: H100 tg128 4b +3.5 % / +4.0 %, 0.6b +1.9 % / +0.9 % in two
@@ -586,6 +589,10 @@ class Lowerer {
       tma = geo::GemvTileCopiesFit(stage_bytes * chunk, geo::GemvItemRows(type, pairs, r) * step, step, chunk);
     }
     defs.push_back(D("JLLM_TMA", tma));
+    // The chunks after the early ones asked of L2 before the grid wait (tensor maps only; 0, the
+    // default until measured; JLLM_GEMV_L2_EARLY; docs/PERF.md, "The ring's next chunks in L2").
+    const int l2_early = tma ? static_cast<int>(knob("l2_early", kGemvL2Early)) : 0;
+    if (l2_early > 0) defs.push_back(D("JLLM_L2_EARLY", l2_early));
     defs.push_back(D("JLLM_SPREAD", knob("spread", kGemvSpread) != 0));
     bool mixed = false;  // members of several types, each its own item kind (not gate+up)
     for (size_t m = 1; m < members.size() && !swiglu; ++m) mixed |= W(members[m]).type != W(members[0]).type;
@@ -633,6 +640,7 @@ class Lowerer {
                                      ring > 0 ? absl::StrCat(" ring", ring) : "",
                                      ring > 0 && ahead < ring - 1 ? absl::StrCat(" ahead", ahead) : "",
                                      chunk > 1 ? absl::StrCat(" chunk", chunk) : "", tma ? " tma" : "",
+                                     l2_early > 0 ? absl::StrCat(" l2e", l2_early) : "",
                                      weighted ? " weighted" : "", aligned ? " aligned" : "",
                                      slot_skip ? " slot-skip" : "",
                                      any_pairs ? " pairs" : "",

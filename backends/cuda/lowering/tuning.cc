@@ -56,6 +56,8 @@ const std::vector<GemvKnob>& GemvKnobs() {
        "ring chunks a warp issues before the grid wait, the rest after its loads of x (ring > 0; at most ring - 1)"},
       {"ahead", "JLLM_GEMV_AHEAD", 1, 15, -1,
        "ring chunks a warp keeps in flight once it streams (ring > 0; at most ring - 1; fewer: the rest fill at the start)"},
+      {"l2_early", "JLLM_GEMV_L2_EARLY", 0, 15, -1,
+       "ring chunks past the early ones asked of L2 before the grid wait (tensor maps)"},
       {"depth", "JLLM_GEMV_DEPTH", 1, 8, -1, "steps ahead in registers (ring 0)"},
       {"bulk", "JLLM_GEMV_BULK", 0, 1, -1, "ring filled by bulk copies (sm_90) or cp.async"},
       {"tma", "JLLM_GEMV_TMA", 0, 1, -1, "bulk copies through a tensor map, one a matrix a slot (sm_90)"},
