@@ -135,6 +135,15 @@ models() {
     # Ahead-of-time CUBINs for this GPU: loading takes them from the plan, no NVRTC.
     "$bin/jllm-compile" "$work/models/$p.gguf" -o "$work/models/$p.plan" --arch sm_90 2>&1 | tail -2 || return 1
   done
+  # MODEL_TYPES="4b:q8_0 4b:bf16": a preset with every matrix of one type, as model PRESET-TYPE
+  # (for AB_PRESETS, TRACE_PRESETS, DRAM_PRESETS): the GEMVs of the other weight types in the step.
+  local pt t
+  for pt in ${MODEL_TYPES:-}; do
+    p=${pt%%:*} t=${pt#*:}
+    [ -f "$work/models/$p-$t.gguf" ] || "$bin/jllm-synth" --preset "$p" --type "$t" --fill pool \
+      --tokenizer "$work/qwen3-tokenizer" -o "$work/models/$p-$t.gguf" | tail -3 || return 1
+    "$bin/jllm-compile" "$work/models/$p-$t.gguf" -o "$work/models/$p-$t.plan" --arch sm_90 2>&1 | tail -2 || return 1
+  done
   df -h /tmp | tail -1
 }
 step models 900 models

@@ -689,6 +689,57 @@ TEST(Lowering, GemvL2EarlyChunksOnlyWithTensorMaps) {
   EXPECT_EQ(seen({{"JLLM_GEMV_L2_EARLY", "16"}}), seen({}));  // past 15: ignored with a warning
 }
 
+// JLLM_GEMV_TAIL_PREFETCH: the scale tails' L1 prefetch — a define (and " tailpf") only on the
+// ring GEMVs with a member whose rows keep their d values in a tail (q8_0, q6_K): by default on
+// those with a q8_0 member (none in 4b Q4_K_M), with the switch also on 4b's q6_K down, its mixed
+// QKV and its logits, never on its q4_K-only groups nor with the registers. A q8_0 model
+// (tiny-coder's types: every matrix q8_0) takes it on every GEMV by default, none with 0.
+TEST(Lowering, GemvTailPrefetchOnlyWhereRowsHaveScaleTails) {
+  auto g = testing::PresetGraph("4b");
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto seen = [&](std::vector<std::pair<std::string, std::string>> vars) {
+    ::jllm::testing::ScopedEnv env(vars);
+    std::map<std::string, std::string> out;  // the label's types -> define/labelled
+    auto lg = LowerGraph(*g);
+    EXPECT_TRUE(lg.ok()) << lg.status();
+    if (!lg.ok()) return out;
+    for (const Launch* l : DecodeLaunches(*lg)) {
+      if (l->kind != LaunchKind::kGemv) continue;
+      const KernelSpec& s = lg->specs[l->spec];
+      const std::vector<std::string> words = absl::StrSplit(s.label, ' ');
+      const std::string d = Define(s, "JLLM_TAIL_PREFETCH");
+      out[words.size() > 1 ? words[1] : s.label] =
+          absl::StrCat(d.empty() ? "-" : d, "/", absl::StrContains(s.label, " tailpf") ? "tailpf" : "-");
+    }
+    return out;
+  };
+  const std::map<std::string, std::string> off = {
+      {"q4_K", "-/-"}, {"q6_K", "-/-"}, {"q4_K+q4_K", "-/-"}, {"q4_K+q4_K+q4_K", "-/-"}, {"q4_K+q4_K+q6_K", "-/-"}};
+  EXPECT_EQ(seen({}), off);
+  const std::map<std::string, std::string> on = {
+      {"q4_K", "-/-"}, {"q6_K", "1/tailpf"}, {"q4_K+q4_K", "-/-"}, {"q4_K+q4_K+q4_K", "-/-"}, {"q4_K+q4_K+q6_K", "1/tailpf"}};
+  EXPECT_EQ(seen({{"JLLM_GEMV_TAIL_PREFETCH", "1"}}), on);
+  EXPECT_EQ(seen({{"JLLM_GEMV_TAIL_PREFETCH", "1"}, {"JLLM_GEMV_RING", "0"}}), off);
+
+  auto q8 = testing::PresetGraph("4b", "q8_0");
+  ASSERT_TRUE(q8.ok()) << q8.status();
+  for (const std::string value : {"", "0"}) {  // "": unset
+    ::jllm::testing::ScopedEnv env(value.empty() ? std::vector<std::pair<std::string, std::string>>{}
+                                                 : std::vector<std::pair<std::string, std::string>>{
+                                                       {"JLLM_GEMV_TAIL_PREFETCH", value}});
+    auto lg = LowerGraph(*q8);
+    ASSERT_TRUE(lg.ok()) << lg.status();
+    int gemvs = 0, on = 0;
+    for (const Launch* l : DecodeLaunches(*lg)) {
+      if (l->kind != LaunchKind::kGemv) continue;
+      ++gemvs;
+      on += Define(lg->specs[l->spec], "JLLM_TAIL_PREFETCH") == "1";
+    }
+    EXPECT_GT(gemvs, 0);
+    EXPECT_EQ(on, value.empty() ? gemvs : 0) << "JLLM_GEMV_TAIL_PREFETCH='" << value << "'";
+  }
+}
+
 // The size rule's deeper ring: GEMV groups of at least 40 MiB of weights stream through 4 slots
 // a warp (2 of them issued before the grid wait, like the others' 3), the rest through 3. 14b:
 // gate+up (2 x 17408 x 5120 q4_K, 95.6 MiB) and the downs (5120 x 17408, q4_K 47.8 MiB, q6_K 69.7)

@@ -14,9 +14,11 @@
 
 namespace jllm::cuda::testing {
 
-inline absl::StatusOr<ir::Graph> PresetGraph(const std::string& preset) {
+// `type`: jllm-synth's --type (q4_k_m, the presets' mix, unless named).
+inline absl::StatusOr<ir::Graph> PresetGraph(const std::string& preset, const std::string& type = "q4_k_m") {
   ASSIGN_OR_RETURN(gguf::SynthConfig c, gguf::SynthPreset(preset));
-  ASSIGN_OR_RETURN(gguf::SynthPlan plan, gguf::PlanSynthModel(c, gguf::SynthWeights::kQ4_K_M));
+  ASSIGN_OR_RETURN(gguf::SynthWeights weights, gguf::ParseSynthWeights(type));
+  ASSIGN_OR_RETURN(gguf::SynthPlan plan, gguf::PlanSynthModel(c, weights));
   std::vector<gguf::TensorInfo> tensors;
   uint64_t offset = 0;
   for (const gguf::SynthTensor& t : plan.tensors) {

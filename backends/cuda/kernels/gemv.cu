@@ -137,6 +137,13 @@ constexpr bool kBulk = kRing > 0 && JLLM_BULK && JLLM_HAS_BULK_COPY;
 // Bulk copies through each matrix's tensor map (args.tmap): lane 0 copies a chunk's box of the
 // item's rows in one instruction a matrix, instead of a copy a row issued lane by lane.
 constexpr bool kTma = kBulk && JLLM_TMA;
+#ifndef JLLM_TAIL_PREFETCH
+#define JLLM_TAIL_PREFETCH 0
+#endif
+// 1: as a ring chunk is issued, the lines of its rows' d values (the scale tail of q8_0 and q6_K
+// rows, device_layout.h, which the ring does not copy) are asked into L1, so the dots' loads of
+// d hit L1 instead of waiting a round trip each step (q8_0: a d for every 32 weights).
+constexpr bool kTailPrefetch = JLLM_TAIL_PREFETCH;
 #ifndef JLLM_L2_EARLY
 #define JLLM_L2_EARLY 0
 #endif
@@ -1129,6 +1136,20 @@ __device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int sp
                 }
               }
             }
+          }
+        }
+        if constexpr (kTailPrefetch && lay::HasScaleTail(T)) {
+          // Lane j·ItemRows + o: row o of matrix j, the lines of d of the chunk's first and last unit.
+          const int j = lane / kItemRows, o = lane % kItemRows;
+          if (units > 0 && j < kMembersPerItem && o < rows) {
+            const jllm_u8* base = wbase[0];
+#pragma unroll
+            for (int m = 1; m < kMembersPerItem; ++m) base = j == m ? wbase[m] : base;
+            constexpr int kUnitElems = 256 / W::kUnits256, kBlock = lay::BlockElems(T);
+            const jllm_u8* tail = base + (row0 + o) * kRowStride + lay::TailOffset(T, kK);
+            const int e0 = (u0 + kLpr * s) * kUnitElems, e1 = e0 + units * kUnitElems - 1;
+            jllm_prefetch_l1(tail + 2 * (e0 / kBlock));
+            jllm_prefetch_l1(tail + 2 * (e1 / kBlock));
           }
         }
         t_issue += len;

@@ -540,6 +540,16 @@ __device__ __forceinline__ void jllm_prefetch_l2(const void* p) {
 #endif
 }
 
+// The 128-byte line at `p` asked into this SM's L1 (nothing to wait on): a scale word a later
+// load reads, fetched while the loop does other work instead of at that load.
+__device__ __forceinline__ void jllm_prefetch_l1(const void* p) {
+#if defined(JLLM_EMULATE)
+  (void)*static_cast<const volatile unsigned char*>(p);
+#else
+  asm volatile("prefetch.global.L1 [%0];" ::"l"(p));
+#endif
+}
+
 // As jllm_prefetch_l2, with the evict-last priority.
 __device__ __forceinline__ void jllm_prefetch_l2_evict_last(const void* p) {
 #if defined(JLLM_EMULATE)

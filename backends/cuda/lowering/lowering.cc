@@ -93,6 +93,12 @@ constexpr int kGemvEarlySlots = 2;
 // Ring chunks past the early ones that a warp asks of L2 before its grid wait, with tensor maps
 // (gemv.cu L2_EARLY): 0 until measured (JLLM_GEMV_L2_EARLY).
 constexpr int kGemvL2Early = 0;
+// The ring chunks' scale-tail lines asked into L1 as the chunks are issued (gemv.cu TAIL_PREFETCH;
+// JLLM_GEMV_TAIL_PREFETCH; stop 39, H100 tg128): on GEMVs with a q8_0 member (4b with every matrix
+// q8_0 +4.4 %: its d every 32 weights was a round trip inside every step's dots), not on q6_K's
+// alone (4b Q4_K_M −2.0 %: one d every 256 weights stays in L1; the prefetches cost issue).
+constexpr int kGemvTailPrefetchQ8 = 1;
+constexpr int kGemvTailPrefetch = 0;
 constexpr int kGemvBulk = 1;    // the ring filled by bulk copies on sm_90 (0: cp.async everywhere)
 // The ring's bulk copies through each matrix's tensor map, one copy a matrix a slot from one
 // lane (1, the default since stop 28: H100 tg128 4b +3.5 % / +4.0 %, 0.6b +1.9 % / +0.9 % in two
@@ -593,6 +599,17 @@ class Lowerer {
     // default until measured; JLLM_GEMV_L2_EARLY; docs/PERF.md, "The ring's next chunks in L2").
     const int l2_early = tma ? static_cast<int>(knob("l2_early", kGemvL2Early)) : 0;
     if (l2_early > 0) defs.push_back(D("JLLM_L2_EARLY", l2_early));
+    // The ring chunks' d lines asked into L1 as they are issued (rows with a scale tail; by
+    // default where a member is q8_0, a d every 32 weights; JLLM_GEMV_TAIL_PREFETCH: 0 nowhere,
+    // 1 also on q6_K's; docs/PERF.md, "Q8_0 and BF16 GEMVs inside the step").
+    bool has_tail = false, has_q8_0 = false;
+    for (ir::WeightId id : members) {
+      has_tail |= layout::HasScaleTail(static_cast<int>(W(id).type));
+      has_q8_0 |= static_cast<int>(W(id).type) == layout::kQ8_0;
+    }
+    const bool tail_prefetch =
+        has_tail && ring > 0 && knob("tail_prefetch", has_q8_0 ? kGemvTailPrefetchQ8 : kGemvTailPrefetch) != 0;
+    if (tail_prefetch) defs.push_back(D("JLLM_TAIL_PREFETCH", 1));
     defs.push_back(D("JLLM_SPREAD", knob("spread", kGemvSpread) != 0));
     bool mixed = false;  // members of several types, each its own item kind (not gate+up)
     for (size_t m = 1; m < members.size() && !swiglu; ++m) mixed |= W(members[m]).type != W(members[0]).type;
@@ -641,6 +658,7 @@ class Lowerer {
                                      ring > 0 && ahead < ring - 1 ? absl::StrCat(" ahead", ahead) : "",
                                      chunk > 1 ? absl::StrCat(" chunk", chunk) : "", tma ? " tma" : "",
                                      l2_early > 0 ? absl::StrCat(" l2e", l2_early) : "",
+                                     tail_prefetch ? " tailpf" : "",
                                      weighted ? " weighted" : "", aligned ? " aligned" : "",
                                      slot_skip ? " slot-skip" : "",
                                      any_pairs ? " pairs" : "",
