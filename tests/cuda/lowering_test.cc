@@ -601,19 +601,30 @@ TEST(Lowering, GemvRingSlotsOfSeveralStepsShrinkToTheTarget) {
   EXPECT_EQ(gate_up("2", kSmemPerBlockSm90, "0"), std::make_pair(kGateUp + " pairs", int64_t{10880}));
 }
 
+using EnvVars = std::vector<std::pair<std::string, std::string>>;
+
+// The kernel spec of every decode GEMV launch of `g` lowered for `target` with `vars` set.
+std::vector<KernelSpec> DecodeGemvSpecs(const ir::Graph& g, const EnvVars& vars, LoweringTarget target = {}) {
+  ::jllm::testing::ScopedEnv env(vars);
+  auto lg = LowerGraph(g, nullptr, target);
+  EXPECT_TRUE(lg.ok()) << lg.status();
+  std::vector<KernelSpec> specs;
+  if (!lg.ok()) return specs;
+  for (const Launch* l : DecodeLaunches(*lg)) {
+    if (l->kind == LaunchKind::kGemv) specs.push_back(lg->specs[l->spec]);
+  }
+  EXPECT_FALSE(specs.empty());
+  return specs;
+}
+
 // A text made of the defines of every decode GEMV of `g` lowered with `vars` set (a define the
 // spec lacks reads "-"), one text per distinct combination.
 std::set<std::string> DecodeGemvDefines(const ir::Graph& g, std::vector<std::pair<std::string, std::string>> vars,
                                         const std::vector<std::string>& names) {
-  ::jllm::testing::ScopedEnv env(vars);
-  auto lg = LowerGraph(g);
-  EXPECT_TRUE(lg.ok()) << lg.status();
   std::set<std::string> seen;
-  if (!lg.ok()) return seen;
-  for (const Launch* l : DecodeLaunches(*lg)) {
-    if (l->kind != LaunchKind::kGemv) continue;
+  for (const KernelSpec& spec : DecodeGemvSpecs(g, vars)) {
     std::map<std::string, std::string> defines;
-    for (const auto& [name, value] : lg->specs[l->spec].DefineList()) defines[name] = value;
+    for (const auto& [name, value] : spec.DefineList()) defines[name] = value;
     std::vector<std::string> values;
     for (const std::string& n : names) values.push_back(defines.count(n) ? defines[n] : "-");
     seen.insert(absl::StrJoin(values, "/"));
@@ -665,15 +676,9 @@ TEST(Lowering, GemvRingChunksBySwitch) {
 TEST(Lowering, GemvL2EarlyChunksOnlyWithTensorMaps) {
   auto g = testing::PresetGraph("4b");
   ASSERT_TRUE(g.ok()) << g.status();
-  auto seen = [&](std::vector<std::pair<std::string, std::string>> vars, LoweringTarget target = {}) {
-    ::jllm::testing::ScopedEnv env(vars);
+  auto seen = [&](const EnvVars& vars, LoweringTarget target = {}) {
     std::set<std::string> out;  // "TMA/L2_EARLY/labelled"
-    auto lg = LowerGraph(*g, nullptr, target);
-    EXPECT_TRUE(lg.ok()) << lg.status();
-    if (!lg.ok()) return out;
-    for (const Launch* l : DecodeLaunches(*lg)) {
-      if (l->kind != LaunchKind::kGemv) continue;
-      const KernelSpec& s = lg->specs[l->spec];
+    for (const KernelSpec& s : DecodeGemvSpecs(*g, vars, target)) {
       const std::string l2 = Define(s, "JLLM_L2_EARLY");
       out.insert(absl::StrCat(Define(s, "JLLM_TMA"), "/", l2.empty() ? "-" : l2, "/",
                               absl::StrContains(s.label, " l2e") ? "l2e" : "-"));
@@ -697,15 +702,9 @@ TEST(Lowering, GemvL2EarlyChunksOnlyWithTensorMaps) {
 TEST(Lowering, GemvTailPrefetchOnlyWhereRowsHaveScaleTails) {
   auto g = testing::PresetGraph("4b");
   ASSERT_TRUE(g.ok()) << g.status();
-  auto seen = [&](std::vector<std::pair<std::string, std::string>> vars) {
-    ::jllm::testing::ScopedEnv env(vars);
+  auto seen = [&](const EnvVars& vars) {
     std::map<std::string, std::string> out;  // the label's types -> define/labelled
-    auto lg = LowerGraph(*g);
-    EXPECT_TRUE(lg.ok()) << lg.status();
-    if (!lg.ok()) return out;
-    for (const Launch* l : DecodeLaunches(*lg)) {
-      if (l->kind != LaunchKind::kGemv) continue;
-      const KernelSpec& s = lg->specs[l->spec];
+    for (const KernelSpec& s : DecodeGemvSpecs(*g, vars)) {
       const std::vector<std::string> words = absl::StrSplit(s.label, ' ');
       const std::string d = Define(s, "JLLM_TAIL_PREFETCH");
       out[words.size() > 1 ? words[1] : s.label] =
@@ -723,20 +722,11 @@ TEST(Lowering, GemvTailPrefetchOnlyWhereRowsHaveScaleTails) {
 
   auto q8 = testing::PresetGraph("4b", "q8_0");
   ASSERT_TRUE(q8.ok()) << q8.status();
-  for (const std::string value : {"", "0"}) {  // "": unset
-    ::jllm::testing::ScopedEnv env(value.empty() ? std::vector<std::pair<std::string, std::string>>{}
-                                                 : std::vector<std::pair<std::string, std::string>>{
-                                                       {"JLLM_GEMV_TAIL_PREFETCH", value}});
-    auto lg = LowerGraph(*q8);
-    ASSERT_TRUE(lg.ok()) << lg.status();
-    int gemvs = 0, on = 0;
-    for (const Launch* l : DecodeLaunches(*lg)) {
-      if (l->kind != LaunchKind::kGemv) continue;
-      ++gemvs;
-      on += Define(lg->specs[l->spec], "JLLM_TAIL_PREFETCH") == "1";
-    }
-    EXPECT_GT(gemvs, 0);
-    EXPECT_EQ(on, value.empty() ? gemvs : 0) << "JLLM_GEMV_TAIL_PREFETCH='" << value << "'";
+  for (const EnvVars& vars : {EnvVars{}, EnvVars{{"JLLM_GEMV_TAIL_PREFETCH", "0"}}}) {
+    const std::vector<KernelSpec> specs = DecodeGemvSpecs(*q8, vars);
+    int on_q8 = 0;
+    for (const KernelSpec& s : specs) on_q8 += Define(s, "JLLM_TAIL_PREFETCH") == "1";
+    EXPECT_EQ(on_q8, vars.empty() ? static_cast<int>(specs.size()) : 0) << (vars.empty() ? "default" : "switch 0");
   }
 }
 
@@ -748,18 +738,12 @@ TEST(Lowering, GemvTailPrefetchOnlyWhereRowsHaveScaleTails) {
 // its logits (2,560 columns) take 4. Without the size rule, or with the threshold moved past
 // every group, every ring is 3 again.
 TEST(Lowering, DeepRingOnTheBiggestGemvs) {
-  auto rings = [](const std::string& preset, std::vector<std::pair<std::string, std::string>> vars) {
+  auto rings = [](const std::string& preset, const EnvVars& vars) {
     std::map<std::string, std::string> by_shape;  // label's shape -> "RING/EARLY"
     auto g = testing::PresetGraph(preset);
     EXPECT_TRUE(g.ok()) << g.status();
     if (!g.ok()) return by_shape;
-    ::jllm::testing::ScopedEnv env(vars);
-    auto lg = LowerGraph(*g);
-    EXPECT_TRUE(lg.ok()) << lg.status();
-    if (!lg.ok()) return by_shape;
-    for (const Launch* l : DecodeLaunches(*lg)) {
-      if (l->kind != LaunchKind::kGemv) continue;
-      const KernelSpec& spec = lg->specs[l->spec];
+    for (const KernelSpec& spec : DecodeGemvSpecs(*g, vars)) {
       const std::vector<std::string> words = absl::StrSplit(spec.label, ' ');
       EXPECT_GE(words.size(), 3u) << spec.label;
       if (words.size() < 3) continue;
@@ -780,8 +764,7 @@ TEST(Lowering, DeepRingOnTheBiggestGemvs) {
       {"q4_K 2560x9728", "3/2"},  {"q6_K 2560x9728", "3/2"},
       {"q6_K 151936x2560", "4/2"}};
   EXPECT_EQ(rings("4b", {}), four);
-  for (const auto& off : std::vector<std::pair<std::string, std::string>>{{"JLLM_GEMV_BY_SIZE", "0"},
-                                                                          {"JLLM_GEMV_DEEP_RING_MIN_MIB", "100000"}}) {
+  for (const auto& off : EnvVars{{"JLLM_GEMV_BY_SIZE", "0"}, {"JLLM_GEMV_DEEP_RING_MIN_MIB", "100000"}}) {
     for (const auto& [shape, ring] : rings("14b", {off})) EXPECT_EQ(ring, "3/2") << off.first << ": " << shape;
   }
   // An asked-for ring is every GEMV's, deep or not.

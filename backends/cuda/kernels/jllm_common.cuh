@@ -421,20 +421,29 @@ __device__ __forceinline__ void jllm_bulk_copy(void* smem_dst, const void* gmem_
 // memory at smem_dst (128-byte aligned, box_bytes × box_rows dense), completing `bar` with the
 // whole box's bytes (its zeros past the matrix included). One thread issues it: the coordinates
 // are uniform, so it is one instruction instead of a copy a row.
-__device__ __forceinline__ void jllm_tile_copy(void* smem_dst, const void* map, int x0, int y0, jllm_u64* bar) {
 #if defined(JLLM_EMULATE)
+// The emulation's checks of a tensor-map access (`what`: "copy" or "prefetch"): the map was
+// encoded, the box begins at a 16-byte column of a row. Returns the map's box.
+inline const jllm::cuda::TileBox& emu_tile_box(const void* map, int x0, int y0, const char* what) {
   const jllm::cuda::EmuTileMap* m = static_cast<const jllm::cuda::EmuTileMap*>(map);
   if (m->magic != jllm::cuda::kEmuTileMapMagic) {
-    std::fprintf(stderr, "emulated kernel: tile copy through a tensor map that was never encoded\n");
+    std::fprintf(stderr, "emulated kernel: tile %s through a tensor map that was never encoded\n", what);
     std::abort();
   }
-  emu_check_aligned(smem_dst, 128);
-  const jllm::cuda::TileBox& b = m->box;
   const long long x = 8ll * x0;
   if (x < 0 || y0 < 0 || x % 16 != 0) {
-    std::fprintf(stderr, "emulated kernel: tile copy at byte %lld of row %d\n", x, y0);
+    std::fprintf(stderr, "emulated kernel: tile %s at byte %lld of row %d\n", what, x, y0);
     std::abort();
   }
+  return m->box;
+}
+#endif
+
+__device__ __forceinline__ void jllm_tile_copy(void* smem_dst, const void* map, int x0, int y0, jllm_u64* bar) {
+#if defined(JLLM_EMULATE)
+  const jllm::cuda::TileBox& b = emu_tile_box(map, x0, y0, "copy");
+  emu_check_aligned(smem_dst, 128);
+  const long long x = 8ll * x0;
   for (int r = 0; r < b.box_rows; ++r) {
     jllm_u8* dst = static_cast<jllm_u8*>(smem_dst) + static_cast<long long>(r) * b.box_bytes;
     const long long row = y0 + r;
@@ -458,17 +467,8 @@ __device__ __forceinline__ void jllm_tile_copy(void* smem_dst, const void* map, 
 // coordinates as the copy does and reads each live row's first byte (sanitizers).
 __device__ __forceinline__ void jllm_tile_prefetch_l2(const void* map, int x0, int y0) {
 #if defined(JLLM_EMULATE)
-  const jllm::cuda::EmuTileMap* m = static_cast<const jllm::cuda::EmuTileMap*>(map);
-  if (m->magic != jllm::cuda::kEmuTileMapMagic) {
-    std::fprintf(stderr, "emulated kernel: tile prefetch through a tensor map that was never encoded\n");
-    std::abort();
-  }
-  const jllm::cuda::TileBox& b = m->box;
+  const jllm::cuda::TileBox& b = emu_tile_box(map, x0, y0, "prefetch");
   const long long x = 8ll * x0;
-  if (x < 0 || y0 < 0 || x % 16 != 0) {
-    std::fprintf(stderr, "emulated kernel: tile prefetch at byte %lld of row %d\n", x, y0);
-    std::abort();
-  }
   for (int r = 0; r < b.box_rows; ++r) {
     const long long row = y0 + r;
     if (row < b.rows && x < b.row_bytes) {
