@@ -9,7 +9,8 @@
 # racecheck), then the synthesized presets (quick: 0.6b and 4b; full: also 14b): --validate,
 # jllm-bench (pp512, tg128, tg128 @ d8192 and d32768 for 4b), --profile, the host memory of
 # loading; only when named: `tune` runs jllm-compile --tune and benches the tuned plans against
-# the built-in choices, `ncu-source` profiles three 4b GEMVs per SASS instruction
+# the built-in choices, `ncu-source` profiles three 4b GEMVs per SASS instruction (SOURCE_MODEL:
+# another model of the models step, e.g. 4b-q8_0)
 # (scripts/ncu_source_summary.py sums them by phase), `ncu-attn` decode attention at 8k,
 # `ncu-dram` the HBM bytes each decode GEMV reads against its weights' (DRAM_PRESETS),
 # `kernel-info` each 4b kernel's registers, spills and shared memory (KINFO_VARIANTS: switches),
@@ -288,7 +289,7 @@ ncu_source() {
     rep=$work/gemv-source-$i
     ncu --clock-control none --graph-profiling node -k regex:gemv --launch-skip $((61 + i)) --launch-count 1 \
       --section LaunchStats --section SourceCounters --section WarpStateStats --section InstructionStats -o "$rep" -f \
-      "$bin/jllm-run" "$work/models/4b.plan" -p "$(printf 'word %.0s' $(seq 1 200))" -n 4 --temp 0 --backend cuda \
+      "$bin/jllm-run" "$work/models/${SOURCE_MODEL:-4b}.plan" -p "$(printf 'word %.0s' $(seq 1 200))" -n 4 --temp 0 --backend cuda \
       > "$out/ncu-source-run-$i.txt" 2>&1 || { tail -20 "$out/ncu-source-run-$i.txt"; rc=1; continue; }
     ncu --import "$rep.ncu-rep" --page details > "$out/ncu-source-details-$i.txt" 2>&1
     grep -E "gemv|Duration|Executed Instructions|Issued Warp|No Eligible|Grid Size|Block Size" "$out/ncu-source-details-$i.txt" | head -20
