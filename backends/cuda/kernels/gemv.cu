@@ -45,7 +45,10 @@
 // issues before the grid wait, at most RING - 1; the rest go out once the warp has issued its loads
 // of x, so that x's round trip does not queue behind the whole first burst), JLLM_AHEAD (RING > 0:
 // the chunks a warp keeps in flight once its stream runs, at most RING - 1 — fewer leaves the
-// ring's other slots to the start, filled through x's staging and the grid wait), JLLM_WEIGHTED (1: CTA
+// ring's other slots to the start, filled through x's staging and the grid wait), JLLM_L2_EARLY
+// (with TMA: the chunks after the early ones a warp asks of L2 before the grid wait),
+// JLLM_TAIL_PREFETCH (1: the lines of a chunk's d values — q8_0 and q6_K rows keep them in a tail
+// the ring does not copy — asked into L1 as the chunk is issued), JLLM_WEIGHTED (1: CTA
 // ranges of equal weight bytes for groups of several member types; 0: of equal item counts),
 // JLLM_PAIRS (a mask, 1 q4_K, 2 q6_K: those members read as unit pairs, 8 lanes a row and 4 rows a
 // warp step, x quantized per pair; launch_geometry.h), JLLM_HEAD (1: the QKV triple's next node,
