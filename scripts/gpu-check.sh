@@ -16,7 +16,8 @@
 # `kernel-info` each 4b kernel's registers, spills and shared memory (KINFO_VARIANTS: switches),
 # `probe` the device microbenchmarks of jllm-bench --probe (PROBES),
 # `ab2` and `ab3` further A/B sets (AB2_VARIANTS, AB2_PRESETS, ...; `ab` below says how), `trace-ab`
-# the in-step trace of each of TRACE_VARIANTS.
+# the in-step trace of each of TRACE_VARIANTS (TRACE_ARGS: more jllm-run flags, e.g. --temp 0 for
+# the greedy step, whose logits GEMV draws the token).
 # Each step's output goes to the terminal and to a log; the logs come back as
 # $OUT/gpu-check-logs.tar.gz, the benchmark JSON as $OUT/bench.json. A failing step does not
 # stop the others; the exit status says whether any failed. The summary table comes last.
@@ -262,7 +263,7 @@ trace_ab() {
       [ "${TRACE_CTAS:-0}" = 1 ] && dump=$out/trace-ctas-$name-$p.tsv
       env $env JLLM_TRACE=1 JLLM_TRACE_DUMP="$dump" "$bin/jllm-run" "$work/models/ab.plan" \
         -p "$(printf 'word %.0s' $(seq 1 "$words"))" \
-        -c $((words + 512)) --profile --backend cuda 2>&1 | sed -n '/^decode step/p; /in the captured step/,$p'
+        -c $((words + 512)) --profile --backend cuda ${TRACE_ARGS:-} 2>&1 | sed -n '/^decode step/p; /in the captured step/,$p'
       if [ -n "$dump" ]; then python3 "$root/scripts/trace_ctas.py" "$dump" || return 1; fi
     done
   done
