@@ -730,6 +730,44 @@ TEST(Lowering, GemvTailPrefetchOnlyWhereRowsHaveScaleTails) {
   }
 }
 
+// JLLM_GEMV_D_AHEAD: the next step's d values loaded during this step's dots — a define (and
+// " d-ahead") only on the ring GEMVs with a member whose rows keep d in a tail (q8_0, q6_K): off by
+// default; with the switch on 4b's q6_K down, its mixed QKV and its logits, never on its q4_K-only
+// groups nor with the registers; on every GEMV of an all-q8_0 4b.
+TEST(Lowering, GemvDAheadOnlyWhereRowsHaveScaleTails) {
+  auto g = testing::PresetGraph("4b");
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto seen = [&](const EnvVars& vars) {
+    std::map<std::string, std::string> out;  // the label's types -> define/labelled
+    for (const KernelSpec& s : DecodeGemvSpecs(*g, vars)) {
+      const std::vector<std::string> words = absl::StrSplit(s.label, ' ');
+      const std::string d = Define(s, "JLLM_D_AHEAD");
+      out[words.size() > 1 ? words[1] : s.label] =
+          absl::StrCat(d.empty() ? "-" : d, "/", absl::StrContains(s.label, " d-ahead") ? "d-ahead" : "-");
+    }
+    return out;
+  };
+  const std::map<std::string, std::string> off = {
+      {"q4_K", "-/-"}, {"q6_K", "-/-"}, {"q4_K+q4_K", "-/-"}, {"q4_K+q4_K+q4_K", "-/-"}, {"q4_K+q4_K+q6_K", "-/-"}};
+  EXPECT_EQ(seen({}), off);
+  const std::map<std::string, std::string> on = {{"q4_K", "-/-"},
+                                                 {"q6_K", "1/d-ahead"},
+                                                 {"q4_K+q4_K", "-/-"},
+                                                 {"q4_K+q4_K+q4_K", "-/-"},
+                                                 {"q4_K+q4_K+q6_K", "1/d-ahead"}};
+  EXPECT_EQ(seen({{"JLLM_GEMV_D_AHEAD", "1"}}), on);
+  EXPECT_EQ(seen({{"JLLM_GEMV_D_AHEAD", "1"}, {"JLLM_GEMV_RING", "0"}}), off);
+
+  auto q8 = testing::PresetGraph("4b", "q8_0");
+  ASSERT_TRUE(q8.ok()) << q8.status();
+  for (const EnvVars& vars : {EnvVars{}, EnvVars{{"JLLM_GEMV_D_AHEAD", "1"}}}) {
+    const std::vector<KernelSpec> specs = DecodeGemvSpecs(*q8, vars);
+    int on_q8 = 0;
+    for (const KernelSpec& s : specs) on_q8 += Define(s, "JLLM_D_AHEAD") == "1";
+    EXPECT_EQ(on_q8, vars.empty() ? 0 : static_cast<int>(specs.size())) << (vars.empty() ? "default" : "switch 1");
+  }
+}
+
 // The size rule's deeper ring: GEMV groups of at least 40 MiB of weights stream through 4 slots
 // a warp (2 of them issued before the grid wait, like the others' 3), the rest through 3. 14b:
 // gate+up (2 x 17408 x 5120 q4_K, 95.6 MiB) and the downs (5120 x 17408, q4_K 47.8 MiB, q6_K 69.7)

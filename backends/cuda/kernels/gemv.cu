@@ -48,7 +48,8 @@
 // ring's other slots to the start, filled through x's staging and the grid wait), JLLM_L2_EARLY
 // (with TMA: the chunks after the early ones a warp asks of L2 before the grid wait),
 // JLLM_TAIL_PREFETCH (1: the lines of a chunk's d values — q8_0 and q6_K rows keep them in a tail
-// the ring does not copy — asked into L1 as the chunk is issued), JLLM_WEIGHTED (1: CTA
+// the ring does not copy — asked into L1 as the chunk is issued), JLLM_D_AHEAD (1, RING > 0: those
+// d values of a warp's next step loaded into registers during this step's dots), JLLM_WEIGHTED (1: CTA
 // ranges of equal weight bytes for groups of several member types; 0: of equal item counts),
 // JLLM_PAIRS (a mask, 1 q4_K, 2 q6_K: those members read as unit pairs, 8 lanes a row and 4 rows a
 // warp step, x quantized per pair; launch_geometry.h), JLLM_HEAD (1: the QKV triple's next node,
@@ -147,6 +148,13 @@ constexpr bool kTma = kBulk && JLLM_TMA;
 // rows, device_layout.h, which the ring does not copy) are asked into L1, so the dots' loads of
 // d hit L1 instead of waiting a round trip each step (q8_0: a d for every 32 weights).
 constexpr bool kTailPrefetch = JLLM_TAIL_PREFETCH;
+#ifndef JLLM_D_AHEAD
+#define JLLM_D_AHEAD 0
+#endif
+// 1 (RING > 0): the d values of a warp's next unit step (q8_0 and q6_K rows, from the row tail)
+// are loaded into registers while this step's dots run, so no dot waits for its d's round trip
+// (an L1 hit is still ~30 cycles, in every q8_0 dot's dependency chain).
+constexpr bool kDAhead = JLLM_D_AHEAD && kRing > 0;
 #ifndef JLLM_L2_EARLY
 #define JLLM_L2_EARLY 0
 #endif
@@ -823,18 +831,44 @@ __device__ __forceinline__ void Finish(const jllm::cuda::GemvArgs& args, int spl
   }
 }
 
-// Adds the dots of one unit step — unit u of this lane's rows (row_l, row_l + 32 / LPR, ...)
-// of every matrix the item reads, from the fragments f — to acc.
+// The d values (TailD) of unit u of this lane's rows (row_l, row_l + 32 / LPR, ...) of every
+// matrix the item reads: what StepDots reads inside each dot, or takes from D_AHEAD's registers.
 template <int kM>
+__device__ __forceinline__ void StepTailD(int u, int row_l, const jllm_u8* const (&wbase)[kMembersPerItem],
+                                          float (&d)[kMembersPerItem][RowsPerLane(kM)]) {
+  constexpr jllm_i64 kRowStride = jllm::cuda::layout::RowStride(kType[kM], kK);
+  constexpr int kRpl = RowsPerLane(kM), kRowLanes = 32 / Lpr(kM);
+#pragma unroll
+  for (int j = 0; j < kMembersPerItem; ++j) {
+#pragma unroll
+    for (int r = 0; r < kRpl; ++r) {
+      const int row = row_l + kRowLanes * r;
+      d[j][r] = row < kRows[kM] ? TailD<kWt[kM], kK>(wbase[j] + row * kRowStride, u) : 0.f;
+    }
+  }
+}
+
+// Adds the dots of one unit step — unit u of this lane's rows (row_l, row_l + 32 / LPR, ...)
+// of every matrix the item reads, from the fragments f — to acc. kDGiven: the rows' d values
+// (StepTailD) are `dg`, loaded earlier; else each is loaded here, in the dot's dependency chain.
+template <int kM, bool kDGiven>
 __device__ __forceinline__ void StepDots(const typename WType<kWt[kM]>::Frag (&f)[kMembersPerItem][RowsPerLane(kM)],
                                          const float4* xsl, int u, int row_l,
                                          const jllm_u8* const (&wbase)[kMembersPerItem],
+                                         const float (&dg)[kMembersPerItem][RowsPerLane(kM)],
                                          float (&acc)[kMembersPerItem][RowsPerLane(kM)]) {
   constexpr int T = kType[kM];
   using W = WType<kWt[kM]>;
   constexpr jllm_i64 kRowStride = jllm::cuda::layout::RowStride(T, kK);
   constexpr int kN = kRows[kM];
   constexpr int kRpl = RowsPerLane(kM), kRowLanes = 32 / Lpr(kM);
+  auto d_of = [&](int j, int r, int row) {
+    if constexpr (kDGiven) {
+      return dg[j][r];
+    } else {
+      return TailD<kWt[kM], kK>(wbase[j] + row * kRowStride, u);
+    }
+  };
   if constexpr (PairUnits(kM)) {
     const uint4* xq = reinterpret_cast<const uint4*>(xsl);
 #pragma unroll
@@ -842,7 +876,7 @@ __device__ __forceinline__ void StepDots(const typename WType<kWt[kM]>::Frag (&f
 #pragma unroll
       for (int r = 0; r < kRpl; ++r) {
         const int row = row_l + kRowLanes * r;
-        if (row < kN) acc[j][r] += W::template DotPair<kK, kXPlanes>(f[j][r], xq, u, wbase[j] + row * kRowStride);
+        if (row < kN) acc[j][r] += W::template DotPair<kK, kXPlanes>(f[j][r], xq, u, d_of(j, r, row));
       }
     }
   } else if constexpr (UsesXq<kM>()) {
@@ -861,7 +895,7 @@ __device__ __forceinline__ void StepDots(const typename WType<kWt[kM]>::Frag (&f
 #pragma unroll
       for (int r = 0; r < kRpl; ++r) {
         const int row = row_l + kRowLanes * r;
-        if (row < kN) acc[j][r] += UnitDotXq<T, kK, kXPlanes>(f[j][r], x, meta, u, wbase[j] + row * kRowStride);
+        if (row < kN) acc[j][r] += W::template DotXq<kXPlanes>(f[j][r], x, meta, u, d_of(j, r, row));
       }
     }
   } else {
@@ -876,7 +910,7 @@ __device__ __forceinline__ void StepDots(const typename WType<kWt[kM]>::Frag (&f
 #pragma unroll
       for (int r = 0; r < kRpl; ++r) {
         const int row = row_l + kRowLanes * r;
-        if (row < kN) acc[j][r] += UnitDot<T, kK>(f[j][r], xv, xsum, u, wbase[j] + row * kRowStride);
+        if (row < kN) acc[j][r] += W::Dot(f[j][r], xv, xsum, u, d_of(j, r, row));
       }
     }
   }
@@ -959,7 +993,9 @@ __device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int sp
       if (x_scale < 0.f) x_scale = RmsScaleOf(args, cs.scratch);
     }
   };
-  auto consume = [&](int t, const Frag (&f)[kMembersPerItem][kRpl]) {
+  // D_AHEAD on this member's type: the dots take their d values from registers (d_ahead).
+  constexpr bool kDGiven = kDAhead && lay::HasScaleTail(T);
+  auto consume = [&](int t, const Frag (&f)[kMembersPerItem][kRpl], const float (&d)[kMembersPerItem][kRpl]) {
     const int rg = rg_of(t), s = s_of(t);
     const int row0 = rg * kItemRows;
     const int ul = lu + kLpr * s;
@@ -968,7 +1004,7 @@ __device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int sp
       const int row = WriterRow<kM>(row0, lane);
       if (s == 0 && row >= 0) residual = args.residual[row];
     }
-    if (ul < n_units) StepDots<kM>(f, xs + SlotOf(kM) * kSlotFloat4, u0 + ul, row0 + lr, wbase, acc);
+    if (ul < n_units) StepDots<kM, kDGiven>(f, xs + SlotOf(kM) * kSlotFloat4, u0 + ul, row0 + lr, wbase, d, acc);
     const bool began_here = !kSpread || t >= s;  // the warp ran the item's first step
     if (s == kSteps - 1 && began_here) {
       scale_now();
@@ -1038,6 +1074,7 @@ __device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int sp
   };
 
   if constexpr (kRing == 0) {
+    const float no_d[kMembersPerItem][kRpl] = {};  // (the dots load their d: no D_AHEAD here)
     Frag f[kDepth][kMembersPerItem][kRpl];
     auto load = [&](int t, Frag (&buf)[kMembersPerItem][kRpl]) {
       if (t >= n_steps) return;
@@ -1062,7 +1099,7 @@ __device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int sp
       for (int b = 0; b < kDepth; ++b) {
         const int t = t0 + b;
         if (t < n_steps) {
-          consume(t, f[b]);
+          consume(t, f[b], no_d);
           load(t + kDepth, f[b]);  // the ring slot is free: refill it
         }
       }
@@ -1085,15 +1122,30 @@ __device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int sp
       if constexpr (kChunk == 1) return 1;
       return min(kChunk, min(kSteps - s_of(t), n_steps - t));
     };
+    // The chunk that begins at step t: its unit step, first row, steps, a row's units in it (a
+    // split's last step may be short; 0: past the split's end) and its first byte in a row.
+    struct Chunk {
+      int s, row0, len, units;
+      jllm_i64 col;
+    };
+    auto chunk_at = [&](int t) {
+      Chunk c;
+      c.s = s_of(t);
+      c.row0 = rg_of(t) * kItemRows;
+      c.len = chunk_len(t);
+      c.units = min(kLpr * c.len, n_units - kLpr * c.s);
+      c.col = static_cast<jllm_i64>(u0 + kLpr * c.s) * kUnitBytes;
+      return c;
+    };
     int t_issue = 0, q_issue = 0;  // the first step of the next chunk to issue, its number
     auto issue_next = [&] {
       if (t_issue < n_steps) {
-        const int s = s_of(t_issue), row0 = rg_of(t_issue) * kItemRows, len = chunk_len(t_issue);
-        const int units = min(kLpr * len, n_units - kLpr * s);  // a row's units (a split's last step may be short)
+        const Chunk c = chunk_at(t_issue);
+        const int s = c.s, row0 = c.row0, len = c.len, units = c.units;
+        const jllm_i64 col = c.col;
         const int rows = units > 0 ? min(kItemRows, kN - row0) : 0;  // the item's rows in the matrix
         const int g = ring_base + q_issue;
         jllm_u8* slot = ring + (g % kRingSlots) * kStageBytes;
-        const jllm_i64 col = static_cast<jllm_i64>(u0 + kLpr * s) * kUnitBytes;  // the chunk's first byte in a row
         if constexpr (kTma) {
 #if JLLM_HAS_BULK_COPY
           // The box is the whole step of every row (zeros past the matrix; a split's short last
@@ -1162,21 +1214,31 @@ __device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int sp
     };
     // L2_EARLY: the box of the chunk that begins at step t asked of L2 (lane 0); its length.
     auto prefetch_chunk = [&](int t) {
-      const int s = s_of(t), row0 = rg_of(t) * kItemRows, len = chunk_len(t);
+      const Chunk c = chunk_at(t);
 #if JLLM_HAS_BULK_COPY
       if constexpr (kTma) {
-        if (lane == 0 && n_units - kLpr * s > 0) {
-          const jllm_i64 col = static_cast<jllm_i64>(u0 + kLpr * s) * kUnitBytes;
+        if (lane == 0 && c.units > 0) {
 #pragma unroll
-          for (int j = 0; j < kMembersPerItem; ++j) jllm_tile_prefetch_l2(&args.tmap[kM + j], static_cast<int>(col / 8), row0);
+          for (int j = 0; j < kMembersPerItem; ++j) {
+            jllm_tile_prefetch_l2(&args.tmap[kM + j], static_cast<int>(c.col / 8), c.row0);
+          }
         }
       }
 #endif
-      return len;
+      return c.len;
+    };
+    // D_AHEAD: step t's d values into d_ahead (a weight's bytes: before the grid wait too).
+    float d_ahead[kMembersPerItem][kRpl] = {};
+    auto load_d = [&](int t) {
+      if constexpr (kDGiven) {
+        const int ul = lu + kLpr * s_of(t);
+        if (t < n_steps && ul < n_units) StepTailD<kM>(u0 + ul, rg_of(t) * kItemRows + lr, wbase, d_ahead);
+      }
     };
     __syncwarp();  // the warp's previous segment has read every slot
     const int early = first ? kEarlySlots : kRing - 1;  // chunks issued before the grid wait
     for (int b = 0; b < early; ++b) issue_next();
+    load_d(0);
     if constexpr (kL2Early > 0) {
       if (first) {
         for (int b = 0, t = t_issue; b < kL2Early && t < n_steps; ++b) t += prefetch_chunk(t);
@@ -1222,7 +1284,14 @@ __device__ __forceinline__ void Segment(const jllm::cuda::GemvArgs& args, int sp
       // AHEAD chunks past this one, into a slot no unread chunk holds (at most RING - 1 ahead; the
       // start may have issued more): every lane has read the chunks before this one.
       if (opens && q_issue < q + kAhead) issue_next();
-      consume(t, f);
+      float d[kMembersPerItem][kRpl];
+#pragma unroll
+      for (int j = 0; j < kMembersPerItem; ++j) {
+#pragma unroll
+        for (int r = 0; r < kRpl; ++r) d[j][r] = d_ahead[j][r];
+      }
+      load_d(t + 1);  // in flight through this step's dots
+      consume(t, f, d);
     }
     ring_base += q;
   }

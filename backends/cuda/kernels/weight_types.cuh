@@ -6,7 +6,8 @@
 //    cpu_ref's dequantization bit for bit. Used by embed and the prefill GEMM.
 //  - the decode GEMV's units: a row is cut into 16-byte units of quant data (kUnits256 per 256
 //    elements). One lane owns one unit of R rows at a time: Load() fetches it with 16-byte loads
-//    (plus its scales), Dot() multiplies it with the unit's activations, which the GEMV stages in
+//    (plus its scales; q6_K and q8_0 rows keep d in a row tail, which TailD() reads and the dots
+//    take as an argument), Dot() multiplies it with the unit's activations, which the GEMV stages in
 //    shared memory as float4 "parts": element e is part PartOf(e) of unit UnitOf(e), so lanes
 //    reading consecutive units read consecutive float4 slots (no bank conflicts). The K-quants
 //    (kHalfSums) also take the sums of the unit's two runs of 16 elements (A, B below), staged
@@ -118,7 +119,7 @@ __device__ __forceinline__ float KQuantXq(uint4 hdr, int c, int pa, int pb, floa
 template <class W>
 struct KQuant45Dots {
   template <class F>
-  __device__ static float Dot(const F& f, const float4* xv, float2 xsum, int u, const jllm_u8* /*row*/) {
+  __device__ static float Dot(const F& f, const float4* xv, float2 xsum, int u, float /*d*/) {
     jllm_u32 lo[4], hi[4];
     W::Codes(f, u, lo, hi);
     return KQuantF32(f.hdr, (u & 7) >> 1, ByteDot16(lo, xv), ByteDot16(hi, xv + 4), xsum);
@@ -128,7 +129,7 @@ struct KQuant45Dots {
   static constexpr bool kHalfSums = true;  // the f32 dot takes the sums of its unit's two runs
   __device__ static int HalfOf(int e) { return (e >> 5) & 1; }
   template <int kPlanes, class F>
-  __device__ static float DotXq(const F& f, const XRuns& x, float4 meta, int u, const jllm_u8* /*row*/) {
+  __device__ static float DotXq(const F& f, const XRuns& x, float4 meta, int u, float /*d*/) {
     jllm_u32 lo[4], hi[4];
     W::Codes(f, u, lo, hi);
     return KQuantXq(f.hdr, (u & 7) >> 1, RunDot<kPlanes>(lo, x.a, x.a_lo), RunDot<kPlanes>(hi, x.b, x.b_lo), meta);
@@ -275,7 +276,7 @@ struct WType<jllm::cuda::geometry::kGemvQ4KPairs> {
     }
   }
   template <int kK, int kPlanes>
-  __device__ static float DotPair(const Frag& f, const uint4* slot, int u, const jllm_u8* /*row*/) {
+  __device__ static float DotPair(const Frag& f, const uint4* slot, int u, float /*d*/) {
     constexpr int kP = kK / 64;
     const jllm_u32 w[8] = {f.q0.x, f.q0.y, f.q0.z, f.q0.w, f.q1.x, f.q1.y, f.q1.z, f.q1.w};
     jllm_u32 c[16];
@@ -336,9 +337,13 @@ struct WType<jllm::cuda::geometry::kGemvQ6KPairs> {
       reinterpret_cast<float*>(slot + (PairMetaArray<kPlanes>() + 1) * kP)[p] = d;
     }
   }
-  // `row` is needed for the d value at the row tail (read through L1).
+  // The d of pair u's block, from the row tail (read through L1: 8 lanes share 4 values).
+  template <int kK>
+  __device__ static float TailD(const jllm_u8* row, int u) {
+    return jllm_half_to_float(jllm_load_u16(row + lay::TailOffset(lay::kQ6_K, kK) + 2 * (u >> 2)));
+  }
   template <int kK, int kPlanes>
-  __device__ static float DotPair(const Frag& f, const uint4* slot, int u, const jllm_u8* row) {
+  __device__ static float DotPair(const Frag& f, const uint4* slot, int u, float d) {
     constexpr int kP = kK / 64;
     const int up = u & 1;
     const jllm_u32 l[8] = {f.ql0.x, f.ql0.y, f.ql0.z, f.ql0.w, f.ql1.x, f.ql1.y, f.ql1.z, f.ql1.w};
@@ -363,7 +368,6 @@ struct WType<jllm::cuda::geometry::kGemvQ6KPairs> {
       s += static_cast<long long>(sc) * (p[k] - 32 * qs[k]);  // |p - 32·Q| <= 16·32·kX16Max
     }
     const float dx = reinterpret_cast<const float*>(slot + (PairMetaArray<kPlanes>() + 1) * kP)[u];
-    const float d = jllm_half_to_float(jllm_load_u16(row + lay::TailOffset(lay::kQ6_K, kK) + 2 * (u >> 2)));
     return dx * d * static_cast<float>(s);
   }
 };
@@ -448,7 +452,6 @@ struct WType<lay::kQ6_K> {
             M::Load4(body + q::kQ6KScalesOffset + 4 * (ga >> 2)),
             M::Load4(body + q::kQ6KScalesOffset + 4 * ((ga + 4) >> 2))};
   }
-  // `row` is needed for the d value at the row tail (read through L1: 32 lanes share 4 values).
   // The unit's 6-bit quant values (before the -32 offset) as bytes: runs A and B.
   __device__ static void Codes(const Frag& f, int u, jllm_u32 (&a)[4], jllm_u32 (&b)[4]) {
     const int up = ((u & 7) >> 1) & 1;
@@ -460,23 +463,25 @@ struct WType<lay::kQ6_K> {
       b[i] = ((w[i] >> 4) & 0x0F0F0F0Fu) | (((h[i] >> (4 + 2 * up)) & 0x03030303u) << 4);
     }
   }
-  // The scales of runs A and B and the block's d (from the row tail).
+  // The d of unit u's block, from the row tail (read through L1: 32 lanes share 4 values).
   template <int kK>
-  __device__ static void Scales(const Frag& f, int u, const jllm_u8* row, float& sc_a, float& sc_b, float& d) {
+  __device__ static float TailD(const jllm_u8* row, int u) {
+    return jllm_half_to_float(jllm_load_u16(row + lay::TailOffset(lay::kQ6_K, kK) + 2 * (u >> 3)));
+  }
+  // The scales of runs A and B.
+  __device__ static void Scales(const Frag& f, int u, float& sc_a, float& sc_b) {
     const int k = u & 7, hh = k >> 2, up = (k >> 1) & 1, jj = k & 1;
     // Scale groups of 16: A is group 8hh + 2up + jj, B the same + 4 (same byte, next word).
     const int ga = 8 * hh + 2 * up + jj;
     sc_a = static_cast<float>(static_cast<jllm_i8>((f.sc_a >> (8 * (ga & 3))) & 0xFF));
     sc_b = static_cast<float>(static_cast<jllm_i8>((f.sc_b >> (8 * (ga & 3))) & 0xFF));
-    d = jllm_half_to_float(jllm_load_u16(row + lay::TailOffset(lay::kQ6_K, kK) + 2 * (u >> 3)));
   }
-  template <int kK>
-  __device__ static float DotK(const Frag& f, const float4* xv, float2 xsum, int u, const jllm_u8* row) {
+  __device__ static float Dot(const Frag& f, const float4* xv, float2 xsum, int u, float d) {
     jllm_u32 a[4], b[4];
     Codes(f, u, a, b);
     const float f_a = ByteDot16(a, xv), f_b = ByteDot16(b, xv + 4);
-    float sc_a, sc_b, d;
-    Scales<kK>(f, u, row, sc_a, sc_b, d);
+    float sc_a, sc_b;
+    Scales(f, u, sc_a, sc_b);
     // sum_t (q_t - 32) x_t = 256 f - 160 sum.
     const float dot = fmaf(sc_a, fmaf(256.f, f_a, -160.f * xsum.x), sc_b * fmaf(256.f, f_b, -160.f * xsum.y));
     return d * dot;
@@ -485,12 +490,12 @@ struct WType<lay::kQ6_K> {
   static constexpr bool kXq = true;
   static constexpr bool kHalfSums = true;
   __device__ static int HalfOf(int e) { return (e >> 6) & 1; }
-  template <int kK, int kPlanes>
-  __device__ static float DotXqK(const Frag& f, const XRuns& x, float4 meta, int u, const jllm_u8* row) {
+  template <int kPlanes>
+  __device__ static float DotXq(const Frag& f, const XRuns& x, float4 meta, int u, float d) {
     jllm_u32 a[4], b[4];
     Codes(f, u, a, b);
-    float sc_a, sc_b, d;
-    Scales<kK>(f, u, row, sc_a, sc_b, d);
+    float sc_a, sc_b;
+    Scales(f, u, sc_a, sc_b);
     // sum_t (q_t - 32)·xq_t = Σ q·xq - 32 Σ xq.
     const float pa = static_cast<float>(RunDot<kPlanes>(a, x.a, x.a_lo)) - 32.f * meta.y;
     const float pb = static_cast<float>(RunDot<kPlanes>(b, x.b, x.b_lo)) - 32.f * meta.w;
@@ -530,8 +535,12 @@ struct WType<lay::kQ8_0> {
   };
   template <class M = FromGlobal>
   __device__ static Frag Load(const jllm_u8* row, int u) { return {M::Load16(row + 16 * u)}; }
+  // The d of unit u's block (a d every 32 weights), from the row tail.
   template <int kK>
-  __device__ static float DotK(const Frag& f, const float4* xv, float2 /*xsum*/, int u, const jllm_u8* row) {
+  __device__ static float TailD(const jllm_u8* row, int u) {
+    return jllm_half_to_float(jllm_load_u16(row + lay::TailOffset(lay::kQ8_0, kK) + 2 * (u >> 1)));
+  }
+  __device__ static float Dot(const Frag& f, const float4* xv, float2 /*xsum*/, int /*u*/, float d) {
     const jllm_u32 w[4] = {f.qs.x, f.qs.y, f.qs.z, f.qs.w};
     float acc = 0.f;
 #pragma unroll
@@ -542,17 +551,15 @@ struct WType<lay::kQ8_0> {
       acc = fmaf(static_cast<float>(static_cast<jllm_i8>((w[i] >> 16) & 0xFF)), x.z, acc);
       acc = fmaf(static_cast<float>(static_cast<jllm_i8>(w[i] >> 24)), x.w, acc);
     }
-    const float d = jllm_half_to_float(jllm_load_u16(row + lay::TailOffset(lay::kQ8_0, kK) + 2 * (u >> 1)));
     return d * acc;
   }
 
   static constexpr bool kXq = true;
   static constexpr bool kHalfSums = false;
   __device__ static int HalfOf(int) { return 0; }
-  template <int kK, int kPlanes>
-  __device__ static float DotXqK(const Frag& f, const XRuns& x, float4 meta, int u, const jllm_u8* row) {
+  template <int kPlanes>
+  __device__ static float DotXq(const Frag& f, const XRuns& x, float4 meta, int /*u*/, float d) {
     const jllm_u32 w[4] = {f.qs.x, f.qs.y, f.qs.z, f.qs.w};
-    const float d = jllm_half_to_float(jllm_load_u16(row + lay::TailOffset(lay::kQ8_0, kK) + 2 * (u >> 1)));
     return d * meta.x * static_cast<float>(RunDot<kPlanes>(w, x.a, x.a_lo));
   }
 
@@ -582,7 +589,7 @@ struct WTypeHalf {
   };
   template <class M = FromGlobal>
   __device__ static Frag Load(const jllm_u8* row, int u) { return {M::Load16(row + 16 * u)}; }
-  __device__ static float Dot(const Frag& f, const float4* xv, float2 /*xsum*/, int /*u*/, const jllm_u8* /*row*/) {
+  __device__ static float Dot(const Frag& f, const float4* xv, float2 /*xsum*/, int /*u*/, float /*d*/) {
     const jllm_u32 w[4] = {f.v.x, f.v.y, f.v.z, f.v.w};
     float acc = 0.f;
 #pragma unroll
@@ -619,7 +626,7 @@ struct WType<lay::kF32> {
   };
   template <class M = FromGlobal>
   __device__ static Frag Load(const jllm_u8* row, int u) { return {M::Load16(row + 16 * u)}; }
-  __device__ static float Dot(const Frag& f, const float4* xv, float2 /*xsum*/, int /*u*/, const jllm_u8* /*row*/) {
+  __device__ static float Dot(const Frag& f, const float4* xv, float2 /*xsum*/, int /*u*/, float /*d*/) {
     const float4 x = xv[0];
     float acc = __uint_as_float(f.v.x) * x.x;
     acc = fmaf(__uint_as_float(f.v.y), x.y, acc);
@@ -633,25 +640,18 @@ struct WType<lay::kF32> {
   }
 };
 
-// Uniform entry points: the q6_K and q8_0 readers need the row length for the d tail.
-template <int kType, int kK>
-__device__ __forceinline__ float UnitDot(const typename WType<kType>::Frag& f, const float4* xv, float2 xsum,
-                                         int u, const jllm_u8* row) {
-  if constexpr (kType == lay::kQ6_K || kType == lay::kQ8_0) {
-    return WType<kType>::template DotK<kK>(f, xv, xsum, u, row);
+// The d of unit u of a row for the dots (kWt a unit reader, launch_geometry.h GemvUnitReader): the
+// readers of q6_K and q8_0 rows keep d in the row tail, which only they know how to index (and they
+// need the row length for it); every other reader takes 0 and ignores it.
+template <int kWt, int kK>
+__device__ __forceinline__ float TailD(const jllm_u8* row, int u) {
+  if constexpr (lay::HasScaleTail(kWt & 0xFF)) {
+    return WType<kWt>::template TailD<kK>(row, u);
   } else {
-    return WType<kType>::Dot(f, xv, xsum, u, row);
+    return 0.f;
   }
 }
-template <int kType, int kK, int kPlanes>
-__device__ __forceinline__ float UnitDotXq(const typename WType<kType>::Frag& f, const XRuns& x, float4 meta, int u,
-                                           const jllm_u8* row) {
-  if constexpr (kType == lay::kQ6_K || kType == lay::kQ8_0) {
-    return WType<kType>::template DotXqK<kK, kPlanes>(f, x, meta, u, row);
-  } else {
-    return WType<kType>::template DotXq<kPlanes>(f, x, meta, u, row);
-  }
-}
+// Uniform entry point: the q6_K and q8_0 readers need the row length for the d tail.
 template <int kType, int kK>
 __device__ __forceinline__ void Dequant8(const jllm_u8* row, int e, float* out) {
   if constexpr (kType == lay::kQ6_K || kType == lay::kQ8_0) {

@@ -99,6 +99,9 @@ constexpr int kGemvL2Early = 0;
 // alone (4b Q4_K_M −2.0 %: one d every 256 weights stays in L1; the prefetches cost issue).
 constexpr int kGemvTailPrefetchQ8 = 1;
 constexpr int kGemvTailPrefetch = 0;
+// The d values of a warp's next unit step loaded into registers during this step's dots (gemv.cu
+// D_AHEAD; JLLM_GEMV_D_AHEAD; rows with a scale tail, ring GEMVs): 0 until measured.
+constexpr int kGemvDAhead = 0;
 constexpr int kGemvBulk = 1;    // the ring filled by bulk copies on sm_90 (0: cp.async everywhere)
 // The ring's bulk copies through each matrix's tensor map, one copy a matrix a slot from one
 // lane (1, the default since stop 28: H100 tg128 4b +3.5 % / +4.0 %, 0.6b +1.9 % / +0.9 % in two
@@ -610,6 +613,8 @@ class Lowerer {
     const bool tail_prefetch =
         has_tail && ring > 0 && knob("tail_prefetch", has_q8_0 ? kGemvTailPrefetchQ8 : kGemvTailPrefetch) != 0;
     if (tail_prefetch) defs.push_back(D("JLLM_TAIL_PREFETCH", 1));
+    const bool d_ahead = has_tail && ring > 0 && knob("d_ahead", kGemvDAhead) != 0;
+    if (d_ahead) defs.push_back(D("JLLM_D_AHEAD", 1));
     defs.push_back(D("JLLM_SPREAD", knob("spread", kGemvSpread) != 0));
     bool mixed = false;  // members of several types, each its own item kind (not gate+up)
     for (size_t m = 1; m < members.size() && !swiglu; ++m) mixed |= W(members[m]).type != W(members[0]).type;
@@ -658,7 +663,7 @@ class Lowerer {
                                      ring > 0 && ahead < ring - 1 ? absl::StrCat(" ahead", ahead) : "",
                                      chunk > 1 ? absl::StrCat(" chunk", chunk) : "", tma ? " tma" : "",
                                      l2_early > 0 ? absl::StrCat(" l2e", l2_early) : "",
-                                     tail_prefetch ? " tailpf" : "",
+                                     tail_prefetch ? " tailpf" : "", d_ahead ? " d-ahead" : "",
                                      weighted ? " weighted" : "", aligned ? " aligned" : "",
                                      slot_skip ? " slot-skip" : "",
                                      any_pairs ? " pairs" : "",

@@ -60,6 +60,8 @@ const std::vector<GemvKnob>& GemvKnobs() {
        "ring chunks past the early ones asked of L2 before the grid wait (tensor maps)"},
       {"tail_prefetch", "JLLM_GEMV_TAIL_PREFETCH", 0, 1, -1,
        "the ring chunks' scale-tail lines (q8_0, q6_K) asked into L1 as they are issued"},
+      {"d_ahead", "JLLM_GEMV_D_AHEAD", 0, 1, -1,
+       "the scale-tail d values (q8_0, q6_K) of a warp's next unit step loaded during this step's dots (ring > 0)"},
       {"depth", "JLLM_GEMV_DEPTH", 1, 8, -1, "steps ahead in registers (ring 0)"},
       {"bulk", "JLLM_GEMV_BULK", 0, 1, -1, "ring filled by bulk copies (sm_90) or cp.async"},
       {"tma", "JLLM_GEMV_TMA", 0, 1, -1, "bulk copies through a tensor map, one a matrix a slot (sm_90)"},
