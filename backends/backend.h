@@ -165,10 +165,12 @@ class Backend {
     return absl::UnimplementedError(std::string(name()) + " has no kernel choices to tune");
   }
 
-  // Runs a step like Step (without sampling) and returns where its time went, by kernel.
-  virtual absl::StatusOr<std::vector<KernelTiming>> Profile(absl::Span<const int32_t> tokens,
-                                                            int64_t pos0) {
-    (void)tokens, (void)pos0;
+  // Runs a step like Step and returns where its time went, by kernel. `sampling`: the draw the
+  // step ends with, as StepOptions::sampling (a greedy step may run other kernels than a sampled
+  // one: the CUDA backend's logits GEMV then draws the token); null: none, the logits only.
+  virtual absl::StatusOr<std::vector<KernelTiming>> Profile(absl::Span<const int32_t> tokens, int64_t pos0,
+                                                            const SamplingParams* sampling) {
+    (void)tokens, (void)pos0, (void)sampling;
     return absl::UnimplementedError(std::string(name()) + " cannot profile");
   }
 };

@@ -241,8 +241,10 @@ absl::StatusOr<GenerateResult> Session::Generate(absl::Span<const int32_t> promp
   return result;
 }
 
-absl::StatusOr<std::vector<Session::StepProfile>> Session::Profile(absl::Span<const int32_t> prompt) {
+absl::StatusOr<std::vector<Session::StepProfile>> Session::Profile(absl::Span<const int32_t> prompt,
+                                                                  const SamplerOptions* sampling) {
   if (prompt.empty()) return absl::InvalidArgumentError("the prompt is empty");
+  if (sampling != nullptr) RETURN_IF_ERROR(ValidateSamplerOptions(*sampling));
   if (static_cast<int64_t>(prompt.size()) >= context_) {
     return absl::ResourceExhaustedError(absl::StrCat("--profile: the prompt is ", prompt.size(),
                                                      " tokens and the decode step after it needs one more, but the "
@@ -260,20 +262,20 @@ absl::StatusOr<std::vector<Session::StepProfile>> Session::Profile(absl::Span<co
     cached_.insert(cached_.end(), earlier.begin(), earlier.end());
   }
   const auto chunk = prompt.subspan(last_begin);
-  auto run = [&](absl::Span<const int32_t> tokens, int64_t pos) -> absl::Status {
+  auto run = [&](absl::Span<const int32_t> tokens, int64_t pos, const SamplingParams* draw) -> absl::Status {
     StepProfile p;
     p.tokens = static_cast<int64_t>(tokens.size());
     p.position = pos;
     const auto start = Clock::now();
-    ASSIGN_OR_RETURN(p.kernels, backend_->Profile(tokens, pos));
+    ASSIGN_OR_RETURN(p.kernels, backend_->Profile(tokens, pos, draw));
     p.wall_seconds = Seconds(start, Clock::now());
     cached_.insert(cached_.end(), tokens.begin(), tokens.end());
     out.push_back(std::move(p));
     return absl::OkStatus();
   };
-  if (chunk.size() > 1) RETURN_IF_ERROR(run(chunk, static_cast<int64_t>(cached_.size())));
+  if (chunk.size() > 1) RETURN_IF_ERROR(run(chunk, static_cast<int64_t>(cached_.size()), nullptr));
   const int32_t next[1] = {chunk.back()};
-  RETURN_IF_ERROR(run(next, static_cast<int64_t>(cached_.size())));
+  RETURN_IF_ERROR(run(next, static_cast<int64_t>(cached_.size()), sampling));
   return out;
 }
 

@@ -116,14 +116,17 @@ class Session {
 
   // --profile: where the time of a prefill of `prompt` (its last chunk, after the earlier chunks
   // prefilled unprofiled) and of the decode step after it goes, by kernel — so a long prompt
-  // profiles the step at its depth. Leaves the cache holding the profiled positions.
+  // profiles the step at its depth. `sampling`: the draw the decode step ends with, as generation
+  // would draw (a greedy step's kernels differ: Backend::Profile); null: none. Leaves the cache
+  // holding the profiled positions.
   struct StepProfile {
     int64_t tokens = 0;    // in the step
     int64_t position = 0;  // of its first token
     double wall_seconds = 0;
     std::vector<KernelTiming> kernels;
   };
-  absl::StatusOr<std::vector<StepProfile>> Profile(absl::Span<const int32_t> prompt);
+  absl::StatusOr<std::vector<StepProfile>> Profile(absl::Span<const int32_t> prompt,
+                                                   const SamplerOptions* sampling = nullptr);
 
  private:
   Session() = default;

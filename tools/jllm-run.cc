@@ -221,8 +221,9 @@ int Main(int argc, char** argv) {
       "the logits of every step; exit 3 beyond the bounds");
   app.add_flag("--profile", profile,
                "print where the time of the prompt's first prefill chunk and of one decode step goes, "
-               "by kernel, and exit (with JLLM_TRACE=1 in the environment, also each kernel's time in the "
-               "decode step as its captured graph runs it)")
+               "by kernel, and exit; the decode step ends with the draw the sampling flags ask for (--temp 0: "
+               "the greedy step, whose logits GEMV draws the token) (with JLLM_TRACE=1 in the environment, "
+               "also each kernel's time in the decode step as its captured graph runs it)")
       ->excludes(validate_opt);
   app.add_option("-t,--threads", threads, "CPU threads (0: all cores)")
       ->check(IntRange(0, kNoMax, "0 = all cores"))
@@ -322,7 +323,7 @@ int Main(int argc, char** argv) {
     absl::StatusOr<std::vector<int32_t>> ids =
         prompt_ids_path.empty() ? s.Tokenize(prompt) : std::move(prompt_ids);
     if (!ids.ok()) return Fail(ids.status());
-    auto profiles = s.Profile(*ids);
+    auto profiles = s.Profile(*ids, &so);
     if (!profiles.ok()) return Fail(profiles.status());
     PrintProfile(*profiles);
     return 0;

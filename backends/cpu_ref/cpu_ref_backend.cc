@@ -78,8 +78,9 @@ class CpuRefBackend : public Backend {
     return out;
   }
 
-  absl::StatusOr<std::vector<KernelTiming>> Profile(absl::Span<const int32_t> tokens,
-                                                    int64_t pos0) override {
+  // (The draw is not an op of the graph: `sampling` changes nothing here.)
+  absl::StatusOr<std::vector<KernelTiming>> Profile(absl::Span<const int32_t> tokens, int64_t pos0,
+                                                    const SamplingParams* /*sampling*/) override {
     std::vector<double> seconds;
     RETURN_IF_ERROR(RunStep(tokens, pos0, /*last_row=*/true, &seconds));
     std::vector<KernelTiming> by_op;

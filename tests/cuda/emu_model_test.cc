@@ -300,7 +300,7 @@ TEST(EmuModelTest, TracedDecodeStepPutsEveryKernelOnTheTimeline) {
     EXPECT_TRUE((*gpu)->Forward(prompt, 0, LogitsRows::kLast, &prefill).ok());
     EXPECT_TRUE((*gpu)->Forward(std::vector<int32_t>{44}, 5, LogitsRows::kLast, &decode).ok());
     if (trace) {
-      auto timings = (*gpu)->Profile(std::vector<int32_t>{44}, 5);
+      auto timings = (*gpu)->Profile(std::vector<int32_t>{44}, 5, nullptr);
       EXPECT_TRUE(timings.ok()) << timings.status();
       if (!timings.ok()) return decode;
       int gemvs = 0, attentions = 0;
@@ -692,6 +692,36 @@ TEST(EmuModelTest, GreedyStepsDrawInTheLogitsGemvAsTheSamplerDoes) {
     const bool drawn_by_gemv = pos != kSeededAt && pos != kPenaltyAt;
     EXPECT_EQ(gemv.launches[i], sampler.launches[i] - (drawn_by_gemv ? 1 : 0)) << "position " << pos;
   }
+}
+
+// Backend::Profile ends the profiled step with the draw it is given, as a generated step would: a
+// greedy one in the logits GEMV ("+argmax") and no sampler, a sampled one with the plain logits
+// GEMV and the sampler, none with neither (jllm-run --profile --temp 0 profiles tg128's step).
+TEST(EmuModelTest, ProfiledDecodeStepEndsWithTheDrawItIsGiven) {
+  const ir::Graph graph = Lowered(true);
+  BlobWeightSource weights(Blob());
+  auto gpu = LoadEmulated(graph, weights, /*context=*/32, /*step_tokens=*/8, CudaBackendOptions{}, EmuOptions{});
+  ASSERT_TRUE(gpu.ok()) << gpu.status();
+  const std::vector<int32_t> prompt = {72, 101, 108, 108, 111};
+  std::vector<float> logits;
+  ASSERT_TRUE((*gpu)->Forward(prompt, 0, LogitsRows::kLast, &logits).ok());
+  auto draws = [&](const SamplingParams* sampling) {  // "argmax-gemv/sampler" kernels of the step
+    auto timings = (*gpu)->Profile(std::vector<int32_t>{44}, 5, sampling);
+    EXPECT_TRUE(timings.ok()) << timings.status();
+    int argmax = 0, sampler = 0, gemvs = 0;
+    for (const KernelTiming& k : timings.ok() ? *timings : std::vector<KernelTiming>{}) {
+      argmax += absl::StrContains(k.name, "+argmax");
+      sampler += absl::StartsWith(k.name, "sample ");
+      gemvs += absl::StartsWith(k.name, "gemv ");
+    }
+    EXPECT_GE(gemvs, 5);  // QKV, attention output, gate+up, down, logits: the step ran
+    return absl::StrCat(argmax, "/", sampler);
+  };
+  const SamplingParams greedy{.temperature = 0};
+  const SamplingParams seeded{.temperature = 0.9f, .top_k = 20, .seed = 99};
+  EXPECT_EQ(draws(&greedy), "1/0");
+  EXPECT_EQ(draws(&seeded), "0/1");
+  EXPECT_EQ(draws(nullptr), "0/0");
 }
 
 // JLLM_GEMV_EMBED=1: the first QKV GEMV stages the token's embedding row itself (gemv.cu EMBED)

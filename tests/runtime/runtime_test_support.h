@@ -45,6 +45,7 @@ class ScriptedBackend : public Backend {
     int64_t pos0;
     LogitsRows rows;
     bool profiled = false;  // through Profile
+    bool drew = false;      // a profiled step given a draw (Profile's sampling)
   };
   using Next = std::function<int32_t(int64_t pos, int32_t token)>;
 
@@ -82,10 +83,17 @@ class ScriptedBackend : public Backend {
     if (options.logits != nullptr) *options.logits = std::move(logits);
     return next;
   }
-  // A step as Step runs it, recorded as profiled, timed as one "scripted" kernel.
-  absl::StatusOr<std::vector<KernelTiming>> Profile(absl::Span<const int32_t> tokens, int64_t pos0) override {
-    RETURN_IF_ERROR(Step(tokens, pos0, StepOptions{}).status());
-    if (calls_ != nullptr) calls_->back().profiled = true;
+  // A step as Step runs it (with the draw it is given), recorded as profiled, timed as one
+  // "scripted" kernel.
+  absl::StatusOr<std::vector<KernelTiming>> Profile(absl::Span<const int32_t> tokens, int64_t pos0,
+                                                    const SamplingParams* sampling) override {
+    StepOptions options;
+    options.sampling = sampling;
+    RETURN_IF_ERROR(Step(tokens, pos0, options).status());
+    if (calls_ != nullptr) {
+      calls_->back().profiled = true;
+      calls_->back().drew = sampling != nullptr;
+    }
     KernelTiming t;
     t.name = "scripted";
     t.calls = 1;

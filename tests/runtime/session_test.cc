@@ -261,6 +261,19 @@ TEST_F(SessionTest, ProfileRunsTheStepsAtThePromptsDepth) {
   EXPECT_EQ((*profiles)[1].tokens, 1);
   EXPECT_EQ((*profiles)[1].position, 8);
   EXPECT_EQ((*profiles)[1].kernels.size(), 1u);
+  for (const auto& call : calls_) EXPECT_FALSE(call.drew);
+
+  // With sampling settings, the decode step ends with their draw (a greedy step's kernels may
+  // differ from a sampled one's); the prefill chunks draw nothing.
+  calls_.clear();
+  session_->ClearCache();
+  const SamplerOptions greedy{.temperature = 0};
+  profiles = session_->Profile(prompt_, &greedy);
+  ASSERT_TRUE(profiles.ok()) << profiles.status();
+  ASSERT_EQ(calls_.size(), 4u);
+  for (size_t i = 0; i < calls_.size(); ++i) EXPECT_EQ(calls_[i].drew, i == 3) << i;
+  const SamplerOptions bad{.temperature = -1};
+  EXPECT_EQ(session_->Profile(prompt_, &bad).status().code(), absl::StatusCode::kInvalidArgument);
 
   // A one-chunk prompt: its prefill at 0; a prompt that leaves no room for the decode step: an
   // error that names the flag.

@@ -111,10 +111,10 @@ class CudaBackend : public Backend {
     return runner_->Evaluate(n_tokens, pos0, inputs, outputs);
   }
 
-  absl::StatusOr<std::vector<KernelTiming>> Profile(absl::Span<const int32_t> tokens,
-                                                    int64_t pos0) override {
+  absl::StatusOr<std::vector<KernelTiming>> Profile(absl::Span<const int32_t> tokens, int64_t pos0,
+                                                    const SamplingParams* sampling) override {
     if (!runner_) return absl::FailedPreconditionError("cuda: Profile before Load");
-    return runner_->Profile(tokens, pos0);
+    return runner_->Profile(tokens, pos0, sampling);
   }
 
  private:

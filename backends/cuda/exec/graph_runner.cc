@@ -601,10 +601,15 @@ absl::StatusOr<std::vector<std::vector<float>>> GraphRunner::Evaluate(
   return out;
 }
 
-absl::StatusOr<std::vector<KernelTiming>> GraphRunner::Profile(absl::Span<const int32_t> tokens, int64_t pos0) {
+absl::StatusOr<std::vector<KernelTiming>> GraphRunner::Profile(absl::Span<const int32_t> tokens, int64_t pos0,
+                                                              const SamplingParams* sampling) {
   const int64_t n = static_cast<int64_t>(tokens.size());
   RETURN_IF_ERROR(DrainAhead());
   RETURN_IF_ERROR(CheckStep(n, pos0));
+  if (sampling != nullptr && lowered_.sample.spec < 0) {
+    return absl::FailedPreconditionError("cuda: the graph has no %logits output to sample from");
+  }
+  if (sampling != nullptr) RETURN_IF_ERROR(UploadSampling(*sampling));
   filled_ = std::min(filled_, pos0);
   if (n == 1) {
     RETURN_IF_ERROR(UploadState(tokens[0], pos0));
@@ -617,7 +622,7 @@ absl::StatusOr<std::vector<KernelTiming>> GraphRunner::Profile(absl::Span<const 
     RETURN_IF_ERROR(device_.CopyToDevice(buffers_.positions, host_inputs_ + options_.max_step_tokens, n * 4));
     RETURN_IF_ERROR(UploadState(tokens[n - 1], pos0 + n - 1));
   }
-  const Draw draw = DrawOf(params_valid_ ? host_params_ : nullptr, n);
+  const Draw draw = DrawOf(sampling, n);
   const std::vector<Planned> launches = StepLaunches(n, draw, false);
   // A warm-up pass first: a kernel's first launch loads its module (CUDA loads lazily), which
   // is not the kernel's time.

@@ -79,7 +79,8 @@ class GraphRunner {
   absl::StatusOr<std::vector<std::vector<float>>> Evaluate(int64_t n_tokens, int64_t pos0,
                                                            absl::Span<const NamedInput> inputs,
                                                            absl::Span<const std::string> outputs);
-  absl::StatusOr<std::vector<KernelTiming>> Profile(absl::Span<const int32_t> tokens, int64_t pos0);
+  absl::StatusOr<std::vector<KernelTiming>> Profile(absl::Span<const int32_t> tokens, int64_t pos0,
+                                                    const SamplingParams* sampling);
   // Waits for the decode step run ahead, if one is in flight (Backend::Wait).
   absl::Status Wait() { return DrainAhead(); }
 
