@@ -116,12 +116,17 @@ step tiny 300 tiny
 # The prompt is long enough (~25 tokens) that the newest position lies past warp 0's first tile
 # of decode attention: the warp that appends it (attention_mma.cu, FUSED_HEAD) is another than
 # warp 0, so an append by the wrong warp is a shared-memory race racecheck reports (stop 32).
+# The tiny-coder plan too (every matrix q8_0: the GEMVs' scale-tail paths, TAIL_PREFETCH and
+# D_AHEAD, which the tiny preset's types do not take).
 sanitize() {
-  local m=$work/models rc=0 tool
-  for tool in memcheck racecheck; do
-    compute-sanitizer --tool "$tool" --error-exitcode 9 \
-      "$bin/jllm-run" "$m/tiny.plan" -p "Hello, world. Hello, world. Hello, world. Hello, world. Hello, world." \
-      -n 4 --temp 0 --backend cuda || rc=1
+  local m=$work/models rc=0 tool plan
+  for plan in tiny coder; do
+    for tool in memcheck racecheck; do
+      echo "--- $tool $plan"
+      compute-sanitizer --tool "$tool" --error-exitcode 9 \
+        "$bin/jllm-run" "$m/$plan.plan" -p "Hello, world. Hello, world. Hello, world. Hello, world. Hello, world." \
+        -n 4 --temp 0 --backend cuda || rc=1
+    done
   done
   return $rc
 }

@@ -731,9 +731,10 @@ TEST(Lowering, GemvTailPrefetchOnlyWhereRowsHaveScaleTails) {
 }
 
 // JLLM_GEMV_D_AHEAD: the next step's d values loaded during this step's dots — a define (and
-// " d-ahead") only on the ring GEMVs with a member whose rows keep d in a tail (q8_0, q6_K): off by
-// default; with the switch on 4b's q6_K down, its mixed QKV and its logits, never on its q4_K-only
-// groups nor with the registers; on every GEMV of an all-q8_0 4b.
+// " d-ahead") only on the ring GEMVs with a member whose rows keep d in a tail (q8_0, q6_K): by
+// default on those with a q8_0 member (none in 4b Q4_K_M); with the switch also on 4b's q6_K
+// down, its mixed QKV and its logits, never on its q4_K-only groups nor with the registers. An
+// all-q8_0 4b takes it on every GEMV by default, none with 0.
 TEST(Lowering, GemvDAheadOnlyWhereRowsHaveScaleTails) {
   auto g = testing::PresetGraph("4b");
   ASSERT_TRUE(g.ok()) << g.status();
@@ -760,11 +761,11 @@ TEST(Lowering, GemvDAheadOnlyWhereRowsHaveScaleTails) {
 
   auto q8 = testing::PresetGraph("4b", "q8_0");
   ASSERT_TRUE(q8.ok()) << q8.status();
-  for (const EnvVars& vars : {EnvVars{}, EnvVars{{"JLLM_GEMV_D_AHEAD", "1"}}}) {
+  for (const EnvVars& vars : {EnvVars{}, EnvVars{{"JLLM_GEMV_D_AHEAD", "0"}}}) {
     const std::vector<KernelSpec> specs = DecodeGemvSpecs(*q8, vars);
     int on_q8 = 0;
     for (const KernelSpec& s : specs) on_q8 += Define(s, "JLLM_D_AHEAD") == "1";
-    EXPECT_EQ(on_q8, vars.empty() ? 0 : static_cast<int>(specs.size())) << (vars.empty() ? "default" : "switch 1");
+    EXPECT_EQ(on_q8, vars.empty() ? static_cast<int>(specs.size()) : 0) << (vars.empty() ? "default" : "switch 0");
   }
 }
 

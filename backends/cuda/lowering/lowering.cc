@@ -100,7 +100,11 @@ constexpr int kGemvL2Early = 0;
 constexpr int kGemvTailPrefetchQ8 = 1;
 constexpr int kGemvTailPrefetch = 0;
 // The d values of a warp's next unit step loaded into registers during this step's dots (gemv.cu
-// D_AHEAD; JLLM_GEMV_D_AHEAD; rows with a scale tail, ring GEMVs): 0 until measured.
+// D_AHEAD; JLLM_GEMV_D_AHEAD; rows with a scale tail, ring GEMVs; stop 40, H100 tg128): on GEMVs
+// with a q8_0 member (4b with every matrix q8_0 +8.6 %: its d every 32 weights, an L1 hit, was
+// still a load inside every dot's chain), not on q6_K's alone (4b Q4_K_M −1.5 %: its pairs' one d
+// a pair was no chain to remove; the loads ahead cost registers and issue).
+constexpr int kGemvDAheadQ8 = 1;
 constexpr int kGemvDAhead = 0;
 constexpr int kGemvBulk = 1;    // the ring filled by bulk copies on sm_90 (0: cp.async everywhere)
 // The ring's bulk copies through each matrix's tensor map, one copy a matrix a slot from one
@@ -613,7 +617,7 @@ class Lowerer {
     const bool tail_prefetch =
         has_tail && ring > 0 && knob("tail_prefetch", has_q8_0 ? kGemvTailPrefetchQ8 : kGemvTailPrefetch) != 0;
     if (tail_prefetch) defs.push_back(D("JLLM_TAIL_PREFETCH", 1));
-    const bool d_ahead = has_tail && ring > 0 && knob("d_ahead", kGemvDAhead) != 0;
+    const bool d_ahead = has_tail && ring > 0 && knob("d_ahead", has_q8_0 ? kGemvDAheadQ8 : kGemvDAhead) != 0;
     if (d_ahead) defs.push_back(D("JLLM_D_AHEAD", 1));
     defs.push_back(D("JLLM_SPREAD", knob("spread", kGemvSpread) != 0));
     bool mixed = false;  // members of several types, each its own item kind (not gate+up)
