@@ -215,6 +215,8 @@ step profile 300 profile
 # AB_VARIANTS ("name:VAR=v VAR2=w;name2:...", default below) is compiled and benched
 # (AB_BENCH, default tg128 -r 2) on every preset of AB_PRESETS (default 4b); with AB_VALIDATE=1
 # each is also run with --validate on 0.6b and 4b (how far from cpu_ref it moves the logits).
+# AB_CLOCKS=1: the GPU's SM and memory clocks, power and temperature sampled every 200 ms through
+# the set (clocks.csv in the logs; each variant's line carries its start time to match them).
 # Steps ab2 and ab3 (only when named) do the same with AB2_* and AB3_* (no default variants):
 # three A/B sets of different presets and bench arguments in one visit.
 ab_set() {  # ab_set PREFIX DEFAULT_VARIANTS
@@ -229,7 +231,7 @@ ab_set() {  # ab_set PREFIX DEFAULT_VARIANTS
   for v in "${list[@]}"; do
     name=${v%%:*} env=${v#*:}
     for p in $presets; do
-      echo "--- $name $p ($env)"
+      echo "--- $name $p ($env) $(date +%T)"
       env $env "$bin/jllm-compile" "$work/models/$p.gguf" -o "$work/models/ab.plan" > /dev/null 2>&1 || return 1
       env $env "$bin/jllm-bench" "$work/models/ab.plan" $bench 2>&1 | grep -E "pp[0-9]|tg[0-9]|error"
     done
@@ -244,7 +246,16 @@ ab_set() {  # ab_set PREFIX DEFAULT_VARIANTS
   return 0
 }
 ab() {
-  ab_set AB "default:;pdl-off:JLLM_PDL=0;registers:JLLM_GEMV_RING=0 JLLM_GEMV_R=1 JLLM_GEMV_MINB=3 JLLM_GEMV_SPREAD=0;prefetch:JLLM_PREFETCH=1;x-f32:JLLM_GEMV_X=f32;x-i8:JLLM_GEMV_X=i8"
+  local sampler=""
+  if [ "${AB_CLOCKS:-0}" = 1 ]; then
+    nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv -lms 200 \
+      > "$out/clocks.csv" &
+    sampler=$!
+  fi
+  local rc=0
+  ab_set AB "default:;pdl-off:JLLM_PDL=0;registers:JLLM_GEMV_RING=0 JLLM_GEMV_R=1 JLLM_GEMV_MINB=3 JLLM_GEMV_SPREAD=0;prefetch:JLLM_PREFETCH=1;x-f32:JLLM_GEMV_X=f32;x-i8:JLLM_GEMV_X=i8" || rc=1
+  [ -n "$sampler" ] && kill "$sampler"
+  return $rc
 }
 step ab 600 ab
 [ ${#only[@]} -gt 0 ] && step ab2 600 ab_set AB2 ""  # only when named
