@@ -694,21 +694,21 @@ TEST(Lowering, GemvL2EarlyChunksOnlyWithTensorMaps) {
   EXPECT_EQ(seen({{"JLLM_GEMV_L2_EARLY", "16"}}), seen({}));  // past 15: ignored with a warning
 }
 
-// JLLM_GEMV_TAIL_PREFETCH: the scale tails' L1 prefetch — a define (and " tailpf") only on the
-// ring GEMVs with a member whose rows keep their d values in a tail (q8_0, q6_K): by default on
-// those with a q8_0 member (none in 4b Q4_K_M), with the switch also on 4b's q6_K down, its mixed
-// QKV and its logits, never on its q4_K-only groups nor with the registers. A q8_0 model
-// (tiny-coder's types: every matrix q8_0) takes it on every GEMV by default, none with 0.
-TEST(Lowering, GemvTailPrefetchOnlyWhereRowsHaveScaleTails) {
+// A switch of the GEMVs whose rows keep their d values in a tail (q8_0, q6_K) — env var `env`,
+// define `define`, label word `word` — on by default where a GEMV has a q8_0 member: a define (and
+// the word) only on ring GEMVs with a tail member; none in 4b Q4_K_M by default; with the switch
+// at 1 on its q6_K down, its mixed QKV and its logits, never on its q4_K-only groups nor with the
+// registers. An all-q8_0 4b (tiny-coder's types) takes it on every GEMV by default, none with 0.
+void ExpectOnlyWhereRowsHaveScaleTails(const std::string& env, const std::string& define, const std::string& word) {
   auto g = testing::PresetGraph("4b");
   ASSERT_TRUE(g.ok()) << g.status();
   auto seen = [&](const EnvVars& vars) {
     std::map<std::string, std::string> out;  // the label's types -> define/labelled
     for (const KernelSpec& s : DecodeGemvSpecs(*g, vars)) {
       const std::vector<std::string> words = absl::StrSplit(s.label, ' ');
-      const std::string d = Define(s, "JLLM_TAIL_PREFETCH");
+      const std::string d = Define(s, define);
       out[words.size() > 1 ? words[1] : s.label] =
-          absl::StrCat(d.empty() ? "-" : d, "/", absl::StrContains(s.label, " tailpf") ? "tailpf" : "-");
+          absl::StrCat(d.empty() ? "-" : d, "/", absl::StrContains(s.label, " " + word) ? "on" : "-");
     }
     return out;
   };
@@ -716,57 +716,28 @@ TEST(Lowering, GemvTailPrefetchOnlyWhereRowsHaveScaleTails) {
       {"q4_K", "-/-"}, {"q6_K", "-/-"}, {"q4_K+q4_K", "-/-"}, {"q4_K+q4_K+q4_K", "-/-"}, {"q4_K+q4_K+q6_K", "-/-"}};
   EXPECT_EQ(seen({}), off);
   const std::map<std::string, std::string> on = {
-      {"q4_K", "-/-"}, {"q6_K", "1/tailpf"}, {"q4_K+q4_K", "-/-"}, {"q4_K+q4_K+q4_K", "-/-"}, {"q4_K+q4_K+q6_K", "1/tailpf"}};
-  EXPECT_EQ(seen({{"JLLM_GEMV_TAIL_PREFETCH", "1"}}), on);
-  EXPECT_EQ(seen({{"JLLM_GEMV_TAIL_PREFETCH", "1"}, {"JLLM_GEMV_RING", "0"}}), off);
+      {"q4_K", "-/-"}, {"q6_K", "1/on"}, {"q4_K+q4_K", "-/-"}, {"q4_K+q4_K+q4_K", "-/-"}, {"q4_K+q4_K+q6_K", "1/on"}};
+  EXPECT_EQ(seen({{env, "1"}}), on);
+  EXPECT_EQ(seen({{env, "1"}, {"JLLM_GEMV_RING", "0"}}), off);
 
   auto q8 = testing::PresetGraph("4b", "q8_0");
   ASSERT_TRUE(q8.ok()) << q8.status();
-  for (const EnvVars& vars : {EnvVars{}, EnvVars{{"JLLM_GEMV_TAIL_PREFETCH", "0"}}}) {
+  for (const EnvVars& vars : {EnvVars{}, EnvVars{{env, "0"}}}) {
     const std::vector<KernelSpec> specs = DecodeGemvSpecs(*q8, vars);
     int on_q8 = 0;
-    for (const KernelSpec& s : specs) on_q8 += Define(s, "JLLM_TAIL_PREFETCH") == "1";
+    for (const KernelSpec& s : specs) on_q8 += Define(s, define) == "1";
     EXPECT_EQ(on_q8, vars.empty() ? static_cast<int>(specs.size()) : 0) << (vars.empty() ? "default" : "switch 0");
   }
 }
 
-// JLLM_GEMV_D_AHEAD: the next step's d values loaded during this step's dots — a define (and
-// " d-ahead") only on the ring GEMVs with a member whose rows keep d in a tail (q8_0, q6_K): by
-// default on those with a q8_0 member (none in 4b Q4_K_M); with the switch also on 4b's q6_K
-// down, its mixed QKV and its logits, never on its q4_K-only groups nor with the registers. An
-// all-q8_0 4b takes it on every GEMV by default, none with 0.
-TEST(Lowering, GemvDAheadOnlyWhereRowsHaveScaleTails) {
-  auto g = testing::PresetGraph("4b");
-  ASSERT_TRUE(g.ok()) << g.status();
-  auto seen = [&](const EnvVars& vars) {
-    std::map<std::string, std::string> out;  // the label's types -> define/labelled
-    for (const KernelSpec& s : DecodeGemvSpecs(*g, vars)) {
-      const std::vector<std::string> words = absl::StrSplit(s.label, ' ');
-      const std::string d = Define(s, "JLLM_D_AHEAD");
-      out[words.size() > 1 ? words[1] : s.label] =
-          absl::StrCat(d.empty() ? "-" : d, "/", absl::StrContains(s.label, " d-ahead") ? "d-ahead" : "-");
-    }
-    return out;
-  };
-  const std::map<std::string, std::string> off = {
-      {"q4_K", "-/-"}, {"q6_K", "-/-"}, {"q4_K+q4_K", "-/-"}, {"q4_K+q4_K+q4_K", "-/-"}, {"q4_K+q4_K+q6_K", "-/-"}};
-  EXPECT_EQ(seen({}), off);
-  const std::map<std::string, std::string> on = {{"q4_K", "-/-"},
-                                                 {"q6_K", "1/d-ahead"},
-                                                 {"q4_K+q4_K", "-/-"},
-                                                 {"q4_K+q4_K+q4_K", "-/-"},
-                                                 {"q4_K+q4_K+q6_K", "1/d-ahead"}};
-  EXPECT_EQ(seen({{"JLLM_GEMV_D_AHEAD", "1"}}), on);
-  EXPECT_EQ(seen({{"JLLM_GEMV_D_AHEAD", "1"}, {"JLLM_GEMV_RING", "0"}}), off);
+// JLLM_GEMV_TAIL_PREFETCH: the scale tails' lines asked into L1 as each ring chunk is issued.
+TEST(Lowering, GemvTailPrefetchOnlyWhereRowsHaveScaleTails) {
+  ExpectOnlyWhereRowsHaveScaleTails("JLLM_GEMV_TAIL_PREFETCH", "JLLM_TAIL_PREFETCH", "tailpf");
+}
 
-  auto q8 = testing::PresetGraph("4b", "q8_0");
-  ASSERT_TRUE(q8.ok()) << q8.status();
-  for (const EnvVars& vars : {EnvVars{}, EnvVars{{"JLLM_GEMV_D_AHEAD", "0"}}}) {
-    const std::vector<KernelSpec> specs = DecodeGemvSpecs(*q8, vars);
-    int on_q8 = 0;
-    for (const KernelSpec& s : specs) on_q8 += Define(s, "JLLM_D_AHEAD") == "1";
-    EXPECT_EQ(on_q8, vars.empty() ? static_cast<int>(specs.size()) : 0) << (vars.empty() ? "default" : "switch 0");
-  }
+// JLLM_GEMV_D_AHEAD: the next step's d values loaded into registers during this step's dots.
+TEST(Lowering, GemvDAheadOnlyWhereRowsHaveScaleTails) {
+  ExpectOnlyWhereRowsHaveScaleTails("JLLM_GEMV_D_AHEAD", "JLLM_D_AHEAD", "d-ahead");
 }
 
 // The size rule's deeper ring: GEMV groups of at least 40 MiB of weights stream through 4 slots
