@@ -343,6 +343,13 @@ absl::Status GraphRunner::UploadState(int32_t token, int64_t pos) {
   return absl::OkStatus();
 }
 
+absl::Status GraphRunner::CheckSampleable(const SamplingParams* params) const {
+  if (params != nullptr && lowered_.sample.spec < 0) {
+    return absl::FailedPreconditionError("cuda: the graph has no %logits output to sample from");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status GraphRunner::UploadSampling(const SamplingParams& params) {
   RETURN_IF_ERROR(ValidateSamplingParams(params));
   if (params_valid_ && *host_params_ == params) return absl::OkStatus();
@@ -446,9 +453,7 @@ absl::StatusOr<int32_t> GraphRunner::Step(absl::Span<const int32_t> tokens, int6
                                           const StepOptions& options) {
   const int64_t n = static_cast<int64_t>(tokens.size());
   RETURN_IF_ERROR(CheckStep(n, pos0));
-  if (options.sampling != nullptr && lowered_.sample.spec < 0) {
-    return absl::FailedPreconditionError("cuda: the graph has no %logits output to sample from");
-  }
+  RETURN_IF_ERROR(CheckSampleable(options.sampling));
   const bool sample = options.sampling != nullptr;
   const Draw draw = DrawOf(options.sampling, n);
   // The step in flight ahead is this one if it continues from the last: the token the last
@@ -606,9 +611,7 @@ absl::StatusOr<std::vector<KernelTiming>> GraphRunner::Profile(absl::Span<const 
   const int64_t n = static_cast<int64_t>(tokens.size());
   RETURN_IF_ERROR(DrainAhead());
   RETURN_IF_ERROR(CheckStep(n, pos0));
-  if (sampling != nullptr && lowered_.sample.spec < 0) {
-    return absl::FailedPreconditionError("cuda: the graph has no %logits output to sample from");
-  }
+  RETURN_IF_ERROR(CheckSampleable(sampling));
   if (sampling != nullptr) RETURN_IF_ERROR(UploadSampling(*sampling));
   filled_ = std::min(filled_, pos0);
   if (n == 1) {

@@ -92,6 +92,8 @@ class GraphRunner {
   absl::Status EnsureAllLogits();
   absl::Status CheckStep(int64_t n, int64_t pos0) const;
   absl::Status UploadState(int32_t token, int64_t pos);
+  // A draw asked of a graph without a sampler (no %logits output) is an error; null asks none.
+  absl::Status CheckSampleable(const SamplingParams* params) const;
   absl::Status UploadSampling(const SamplingParams& params);
   // The launches of a step, in order; `all_rows`: logits of every row too.
   struct Planned {
