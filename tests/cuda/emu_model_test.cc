@@ -343,7 +343,9 @@ TEST(EmuModelTest, TracedDecodeStepPutsEveryKernelOnTheTimeline) {
         const double entry = std::stod(f[5]), wait = std::stod(f[6]), mark = std::stod(f[7]),
                      streamed = std::stod(f[8]), exit = std::stod(f[9]);
         EXPECT_GE(entry, 0) << lines[i];
-        if (wait >= 0) EXPECT_LE(entry, wait) << lines[i];
+        if (wait >= 0) {
+          EXPECT_LE(entry, wait) << lines[i];
+        }
         EXPECT_LE(std::max(entry, wait), exit) << lines[i];
         if (absl::StartsWith(f[1], "gemv ") && streamed >= 0) {
           EXPECT_LE(wait, mark) << lines[i];
@@ -607,7 +609,9 @@ TEST(EmuModelTest, DecodeAheadGeneratesWhatOneStepAtATimeDoes) {
       if (pos == kForced) token = 33;  // not what the step before sampled
       StepOptions so{.sampling = &greedy};
       if (pos == kLogitsAt) so.logits = &r.logits;
-      if (pos == kWaitAt) ASSERT_TRUE((*gpu)->Wait().ok());  // the step ahead finishes, dropped
+      if (pos == kWaitAt) {
+        ASSERT_TRUE((*gpu)->Wait().ok());  // the step ahead finishes, dropped
+      }
       const int64_t before = emu->launches();
       auto next = (*gpu)->Step(absl::MakeConstSpan(&token, 1), pos, so);
       ASSERT_TRUE(next.ok()) << "position " << pos << ": " << next.status();
@@ -722,6 +726,38 @@ TEST(EmuModelTest, ProfiledDecodeStepEndsWithTheDrawItIsGiven) {
   EXPECT_EQ(draws(&greedy), "1/0");
   EXPECT_EQ(draws(&seeded), "0/1");
   EXPECT_EQ(draws(nullptr), "0/0");
+}
+
+// A graph whose output is not named %logits has no sampler: a draw asked of it — by Step or by
+// Profile — is refused with the reason (GraphRunner::CheckSampleable), not run on a missing row;
+// the same steps without a draw run.
+TEST(EmuModelTest, ADrawFromAGraphWithoutLogitsIsRefused) {
+  ir::Graph graph = Lowered(true);
+  int renamed = 0;
+  for (ir::ValueId v : graph.outputs) {
+    if (graph.name_of(v) == ir::kLogitsOutput) {
+      graph.values[v].name = "scores";
+      ++renamed;
+    }
+  }
+  ASSERT_EQ(renamed, 1);
+  BlobWeightSource weights(Blob());
+  auto gpu = LoadEmulated(graph, weights, /*context=*/16, /*step_tokens=*/8, CudaBackendOptions{}, EmuOptions{});
+  ASSERT_TRUE(gpu.ok()) << gpu.status();
+  const SamplingParams greedy{.temperature = 0};
+  const std::vector<int32_t> prompt = {72, 101, 108, 108, 111};
+  StepOptions drawing;
+  drawing.sampling = &greedy;
+  auto drawn = (*gpu)->Step(prompt, 0, drawing);
+  EXPECT_EQ(drawn.status().code(), absl::StatusCode::kFailedPrecondition) << drawn.status();
+  EXPECT_TRUE(absl::StrContains(drawn.status().message(), "no %logits output")) << drawn.status();
+  auto plain = (*gpu)->Step(prompt, 0, StepOptions{});
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(*plain, -1);
+  auto profiled = (*gpu)->Profile(std::vector<int32_t>{44}, 5, &greedy);
+  EXPECT_EQ(profiled.status().code(), absl::StatusCode::kFailedPrecondition) << profiled.status();
+  EXPECT_TRUE(absl::StrContains(profiled.status().message(), "no %logits output")) << profiled.status();
+  EXPECT_TRUE((*gpu)->Profile(std::vector<int32_t>{44}, 5, nullptr).ok());
 }
 
 // JLLM_GEMV_EMBED=1: the first QKV GEMV stages the token's embedding row itself (gemv.cu EMBED)
