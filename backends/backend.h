@@ -96,7 +96,8 @@ struct KernelTiming {
   // the step's critical path); from the previous end to its first CTA past the grid wait; a CTA's
   // mean time from the wait to its mark (the GEMV: x staged), from there to its last warp's last
   // weight step (the GEMV's stream) and from there to its end (the GEMV's cut items and results);
-  // its last CTA's end after its median one's.
+  // its last CTA's end after its median one's (of the CTAs that reached their mark: an idle CTA,
+  // such as an attention split past a short context, leaves before it).
   double step_us = 0, release_us = 0, staged_us = 0, stream_us = 0, tail_us = 0, spread_us = 0;
 };
 

@@ -205,7 +205,9 @@ TEST(Lowering, PrefetchFormReachesThePrefetchingKernelsOnly) {
       if (l->prefetch[0].present()) {
         ++prefetching;
         EXPECT_EQ(has, want >= 0) << defines;
-        if (want >= 0) EXPECT_TRUE(absl::StrContains(defines, absl::StrCat("JLLM_PREFETCH_FORM=", want))) << defines;
+        if (want >= 0) {
+          EXPECT_TRUE(absl::StrContains(defines, absl::StrCat("JLLM_PREFETCH_FORM=", want))) << defines;
+        }
       } else if (l->kind != LaunchKind::kHeadOps && l->kind != LaunchKind::kAttentionDecode) {
         EXPECT_FALSE(has) << lg->specs[l->spec].label;
       }
@@ -476,7 +478,9 @@ TEST(Lowering, AttentionDynamicGrabsOnlyOnTheRegisterTiles) {
     auto lg = LowerGraph(*g);
     ASSERT_TRUE(lg.ok()) << lg.status();
     for (const Launch* l : DecodeLaunches(*lg)) {
-      if (l->kind == LaunchKind::kAttentionDecode) EXPECT_EQ(l->workspace_counters, 2 * 8) << "4b: 8 kv heads";
+      if (l->kind == LaunchKind::kAttentionDecode) {
+        EXPECT_EQ(l->workspace_counters, 2 * 8) << "4b: 8 kv heads";
+      }
     }
   }
   auto lower = [&](std::vector<std::pair<std::string, std::string>> vars) {
@@ -960,7 +964,9 @@ TEST(Lowering, FirstGemvStagesTheEmbeddingRowBySwitch) {
     // Every later GEMV stages x as before.
     for (size_t n = 2; n < lg->nodes.size(); ++n) {
       for (const Launch& l : lg->nodes[n].decode) {
-        if (l.kind == LaunchKind::kGemv) EXPECT_FALSE(l.ops[slot::kGemvEmbedTable].present()) << "node " << n;
+        if (l.kind == LaunchKind::kGemv) {
+          EXPECT_FALSE(l.ops[slot::kGemvEmbedTable].present()) << "node " << n;
+        }
       }
     }
   }

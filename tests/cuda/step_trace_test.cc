@@ -103,6 +103,23 @@ TEST(StepTrace, RecordsMatchTheirLaunchesOnTheTimeline) {
   EXPECT_EQ((*t)[2].ctas[0].entry, 1500);
 }
 
+// A launch whose grid is mostly idle — attention at a short context: one split a kv head works,
+// the others leave before their mark — measures its spread from the median of the CTAs that
+// worked, not of all (which would be an idle CTA's exit, and the spread the whole kernel).
+TEST(StepTrace, TheMedianExitIsOfTheCtasThatWorked) {
+  std::vector<Rec> recs;
+  for (int x = 0; x < 4; ++x) recs.push_back({1, x, 1000, 1100, 0, static_cast<uint64_t>(1200 + 10 * x)});  // idle splits
+  recs.push_back({1, 4, 1000, 1100, 1500, 4000, 3500});
+  recs.push_back({1, 5, 1000, 1100, 1500, 4500, 4000});
+  recs.push_back({1, 6, 1000, 1100, 1600, 6000, 5000});
+  auto t = ReadStepTrace(Buffer(recs), std::vector<TracedLaunch>{{1, 7}});
+  ASSERT_TRUE(t.ok()) << t.status();
+  ASSERT_EQ(t->size(), 1u);
+  EXPECT_EQ((*t)[0].median_exit, 3500);  // 4500 from the first entry: the middle of the three that marked
+  EXPECT_EQ((*t)[0].last_exit, 5000);
+  EXPECT_DOUBLE_EQ((*t)[0].staged, (400 + 400 + 500) / 3.0);  // the idle CTAs have no staging
+}
+
 TEST(StepTrace, AFullBufferOrCountsOffAreErrors) {
   const std::vector<Rec> recs = {{1, 0, 10, 20, 0, 30}, {1, 1, 10, 20, 0, 30}};
   std::vector<uint64_t> full = Buffer(recs, 2);

@@ -39,7 +39,7 @@ absl::StatusOr<std::vector<LaunchTrace>> ReadStepTrace(absl::Span<const uint64_t
                                                      " records, fewer than its launches' CTAs"));
     }
     LaunchTrace t;
-    std::vector<double> exits;
+    std::vector<double> exits, worked_exits;  // every CTA's; those that stamped a mark
     uint64_t first_entry = UINT64_MAX, first_wait = UINT64_MAX, last_exit = 0;
     double staged = 0, stream = 0, tail = 0;
     int marks = 0, streams = 0;
@@ -49,6 +49,7 @@ absl::StatusOr<std::vector<LaunchTrace>> ReadStepTrace(absl::Span<const uint64_t
       if (rec[tr::kWait] != 0) first_wait = std::min(first_wait, rec[tr::kWait]);
       last_exit = std::max(last_exit, rec[tr::kExit]);
       exits.push_back(static_cast<double>(rec[tr::kExit] - t0));
+      if (rec[tr::kMark] != 0) worked_exits.push_back(exits.back());
       if (rec[tr::kMark] != 0 && rec[tr::kWait] != 0) {
         staged += static_cast<double>(rec[tr::kMark] - rec[tr::kWait]);
         ++marks;
@@ -66,6 +67,10 @@ absl::StatusOr<std::vector<LaunchTrace>> ReadStepTrace(absl::Span<const uint64_t
                         at(tr::kStreamed), at(tr::kExit)});
     }
     begin += l.ctas;
+    // The median over the CTAs that worked: a CTA that leaves before its mark had nothing to do
+    // (attention's splits past a short context's one), and with most of the grid idle the median
+    // of all would be an idle CTA's exit and the spread the whole kernel.
+    if (!worked_exits.empty()) exits.swap(worked_exits);
     std::nth_element(exits.begin(), exits.begin() + exits.size() / 2, exits.end());
     t.first_entry = static_cast<double>(first_entry - t0);
     t.first_wait = first_wait == UINT64_MAX ? -1 : static_cast<double>(first_wait - t0);

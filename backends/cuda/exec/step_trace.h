@@ -28,7 +28,7 @@ struct LaunchTrace {
   double first_entry = 0;  // its first CTA began (with PDL: possibly long before its predecessor ends)
   double first_wait = -1;  // its first CTA passed its grid wait (-1: it has none)
   double last_exit = 0;    // its last CTA ended
-  double median_exit = 0;  // half its CTAs had ended
+  double median_exit = 0;  // half its CTAs that stamped a mark had ended (of all, if none did)
   double staged = -1;      // mean over CTAs of mark − wait (the GEMV: x staged; -1: no mark)
   double stream = -1;      // mean over CTAs of streamed − mark (the GEMV's loop; -1: not stamped)
   double tail = -1;        // mean over CTAs of exit − streamed (the GEMV: cut items, results)
