@@ -323,12 +323,23 @@ ncu_source() {
 # Decode attention at 8k cached positions (only when named): attention_mma.cu takes ~21 µs a
 # layer there where its 33.5 MB of cache would take 7.5 µs (docs/PERF.md) — counters of two
 # decode launches (the prefill's attention is another kernel) after two tokens' worth.
+# ATTN_DEPTH: the cached positions (default 8192; 64 is tg128's depth, where attention is a chain
+# of round trips in 8 CTAs); ATTN_SOURCE=1 adds per-SASS-instruction stall samples of the first
+# launch as CSV under $OUT (ncu-attn-source.csv) with scripts/ncu_source_summary.py's summary.
 ncu_attn() {
+  local rc source=() rep=$work/attn-source
+  [ "${ATTN_SOURCE:-0}" = 1 ] && source=(--section SourceCounters --section InstructionStats -o "$rep" -f)
   ncu --clock-control none --graph-profiling node -k regex:attention_mma --launch-skip 72 --launch-count 2 \
     --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
-    --section WarpStateStats --section SchedulerStats \
-    "$bin/jllm-bench" "$work/models/4b.plan" -p 0 -n 4 -d 8192 -r 1 > "$out/ncu-attn.txt" 2>&1
-  local rc=$?
+    --section WarpStateStats --section SchedulerStats "${source[@]}" \
+    "$bin/jllm-bench" "$work/models/4b.plan" -p 0 -n 4 -d "${ATTN_DEPTH:-8192}" -r 1 > "$out/ncu-attn.txt" 2>&1
+  rc=$?
+  if [ ${#source[@]} -gt 0 ]; then
+    ncu --import "$rep.ncu-rep" --page details > "$out/ncu-attn.txt" 2>&1
+    ncu --import "$rep.ncu-rep" --page source --print-source sass --csv > "${OUT:-$root/out}/ncu-attn-source.csv" 2>&1 || rc=1
+    python3 "$root/scripts/ncu_source_summary.py" "${OUT:-$root/out}/ncu-attn-source.csv" > "$out/ncu-attn-source-summary.txt" 2>&1
+    head -70 "$out/ncu-attn-source-summary.txt"
+  fi
   grep -E "^  [a-z_]+.*\(|Duration|Throughput|Achieved Occupancy|Registers Per|Grid Size|Block Size|Stall|Eligible|Issued Warp|L2 Hit|L1/TEX Hit" "$out/ncu-attn.txt" | head -80
   return $rc
 }
