@@ -134,8 +134,8 @@ void CompileEverywhere(const std::vector<std::pair<KernelSpec, std::string>>& jo
   std::set<std::string> programs;
   for (size_t i = 0; i < jobs.size(); ++i) {
     const auto& [spec, arch] = jobs[i];
-    std::string key = absl::StrCat(spec.source, " sm90:", arch.rfind("sm_9", 0) == 0, " smem:",
-                                   TargetForArch(arch).smem_per_block);
+    const LoweringTarget target = TargetForArch(arch);  // tensor_copies: sm_90 on, the bulk copies' code
+    std::string key = absl::StrCat(spec.source, " sm90:", target.tensor_copies, " smem:", target.smem_per_block);
     for (const auto& [name, value] : spec.DefineList()) absl::StrAppend(&key, " ", name, "=", value);
     if (programs.insert(key).second) todo.push_back(i);
   }
