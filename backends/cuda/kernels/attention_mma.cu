@@ -71,8 +71,14 @@
 // (the transforms waited in front of the first tile); here the first tile is in flight before
 // the grid wait (EARLY), and the transforms overlap it.
 //
+// JLLM_SCORE_CHAINS 2: S's hi and lo MMAs accumulate apart and are added after the k steps, so
+// each of a tile's dependent MMA chains is D / 16 long instead of D / 8 (four chains of 8 for
+// D 128 instead of two of 16): at a short context a warp's one tile is a chain of MMA latencies,
+// not the tensor cores' rate. 1: one accumulator for both (the order through stop 41).
+//
 // Constants (-D): JLLM_D (64 or 128), JLLM_H, JLLM_HK, JLLM_NSPLIT, JLLM_MINCHUNK, JLLM_NW,
-// JLLM_EARLY, JLLM_RING, JLLM_AHEAD, JLLM_DYNAMIC, JLLM_PREFETCH_LATE, JLLM_FUSED_HEAD, JLLM_NROT
+// JLLM_EARLY, JLLM_RING, JLLM_AHEAD, JLLM_DYNAMIC, JLLM_PREFETCH_LATE, JLLM_FUSED_HEAD, JLLM_NROT,
+// JLLM_SCORE_CHAINS
 // (rotated dimensions, with FUSED_HEAD), JLLM_MERGE_FIRST, JLLM_MERGE_ONE_FENCE
 // (attention_merge.cuh).
 #include "attention_merge.cuh"
@@ -100,6 +106,7 @@ constexpr int kDynamic = JLLM_DYNAMIC;  // tiles a grab; 0: fixed chunks
 constexpr bool kPrefetchLate = JLLM_PREFETCH_LATE;
 constexpr bool kFusedHead = JLLM_FUSED_HEAD;
 constexpr int kRot = JLLM_NROT;
+constexpr int kScoreChains = JLLM_SCORE_CHAINS;
 constexpr int kThreads = 32 * kNw;
 constexpr int kTile = 16;            // positions per warp step: one MMA k step of P · V
 constexpr int kKSteps = kD / 16;     // of S = Q · K^T
@@ -122,6 +129,7 @@ static_assert(kDynamic >= 0 && (kDynamic == 0 || (kRing == 0 && kAhead == 0)), "
 static_assert(kPieces * 32 * 16 == geo::AttentionMmaTileBytes(kD), "launch_geometry.h sizes a ring slot as this");
 static_assert(!kFusedHead || (kRing == 0 && kDynamic == 0),
               "FUSED_HEAD: register tiles in fixed chunks (the newest position's warp known from the position)");
+static_assert(kScoreChains == 1 || kScoreChains == 2, "SCORE_CHAINS: 1 (hi and lo into one accumulator) or 2");
 static_assert(!kFusedHead || (kRot > 0 && kRot % 64 == 0 && kRot <= kD),
               "FUSED_HEAD: n_rot a multiple of 64 (q's RoPE pairs in one lane of the MMA layout)");
 
@@ -408,10 +416,11 @@ JLLM_KERNEL(attention_mma, jllm::cuda::AttentionArgs, kThreads, 1) {
         load_tile(base, kAll);
       }
       // S = Q · K^T for the tile's two n tiles of 8 positions.
-      float s[2][4];
+      float s[2][4], s_lo[2][4];  // SCORE_CHAINS 2: the lo MMAs' chain apart, added after
 #pragma unroll
       for (int c = 0; c < 2; ++c) {
         s[c][0] = s[c][1] = s[c][2] = s[c][3] = 0.f;
+        s_lo[c][0] = s_lo[c][1] = s_lo[c][2] = s_lo[c][3] = 0.f;
         const jllm_u32* kw = reinterpret_cast<const jllm_u32*>(tile + c * kKLoads);
 #pragma unroll
         for (int ks = 0; ks < kKSteps; ++ks) {
@@ -419,7 +428,11 @@ JLLM_KERNEL(attention_mma, jllm::cuda::AttentionArgs, kThreads, 1) {
           const jllm_u32 a_hi[4] = {q_hi[2 * ks], 0u, q_hi[2 * ks + 1], 0u};
           const jllm_u32 a_lo[4] = {q_lo[2 * ks], 0u, q_lo[2 * ks + 1], 0u};
           jllm_mma_f16_16x8x16(s[c], a_hi, b);
-          jllm_mma_f16_16x8x16(s[c], a_lo, b);
+          jllm_mma_f16_16x8x16(kScoreChains == 2 ? s_lo[c] : s[c], a_lo, b);
+        }
+        if constexpr (kScoreChains == 2) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) s[c][e] += s_lo[c][e];
         }
       }
       // Head g's online softmax over the tile: its scores are s[c][0..1] (positions 8c + 2t,

@@ -49,7 +49,8 @@ static_assert(static_cast<int>(ir::KvDType::kF16) == 0 && static_cast<int>(ir::K
 // JLLM_GEMV_SPREAD, JLLM_GEMV_LATE_NORM, JLLM_GEMV_LAZY_SCALE, JLLM_GEMV_X_LANES, JLLM_GEMV_PAIRS, JLLM_GEMV_PAIRS_MIN_MIB;
 // JLLM_GEMM_MMA, JLLM_PREFETCH (lowering.h), JLLM_GEMM_BN, JLLM_GEMM_BM, JLLM_GEMM_XSPLIT,
 // JLLM_GEMM_MINB, JLLM_GEMM_PAIR; JLLM_ATTN_SPLITS, JLLM_ATTN_MINCHUNK, JLLM_ATTN_NW, JLLM_ATTN_RING,
-// JLLM_ATTN_AHEAD, JLLM_ATTN_DYNAMIC, JLLM_ATTN_MERGE_FIRST, JLLM_ATTN_MERGE_ONE_FENCE (decode attention);
+// JLLM_ATTN_AHEAD, JLLM_ATTN_DYNAMIC, JLLM_ATTN_SCORE_CHAINS, JLLM_ATTN_MERGE_FIRST, JLLM_ATTN_MERGE_ONE_FENCE
+// (decode attention);
 // JLLM_LOGITS_NORM. A value
 // that cannot be used is ignored with a warning.
 // GEMV (docs/PERF.md, "GEMV v3", "int16 activations", "shared-memory ring"): two rows (or the
@@ -213,6 +214,9 @@ constexpr int kAttnRing = 0;
 // attention_mma.cu's register tiles ask L2 for the tile this many steps ahead of a warp's current
 // one (JLLM_ATTN_AHEAD; 0: none). Only without a ring.
 constexpr int kAttnAhead = 0;
+// attention_mma.cu's S = Q · K^T in this many dependent MMA chains a product (JLLM_ATTN_SCORE_CHAINS;
+// 2: q's hi and lo halves into accumulators of their own, half the chain's latency; 1: one).
+constexpr int kAttnScoreChains = 1;
 // attention_mma.cu's warps take the sequence in grabs of this many tiles from a counter per kv
 // head (JLLM_ATTN_DYNAMIC; 0: fixed chunks per split). Only on the register tiles, without AHEAD.
 constexpr int kAttnDynamic = 0;
@@ -1230,6 +1234,8 @@ class Lowerer {
         defines.push_back(D("JLLM_EARLY", TuningOverride("JLLM_ATTN_EARLY", kAttnEarly, /*min=*/0, /*max=*/1)));
         defines.push_back(D("JLLM_PREFETCH_LATE", PrefetchMode() == 2));
         defines.push_back(D("JLLM_FUSED_HEAD", head != nullptr));
+        defines.push_back(
+            D("JLLM_SCORE_CHAINS", TuningOverride("JLLM_ATTN_SCORE_CHAINS", kAttnScoreChains, /*min=*/1, /*max=*/2)));
         defines.push_back(D("JLLM_NROT", head != nullptr ? head->attrs_as<ir::QkNormRopeKvAppendAttrs>().n_rot : 0));
         const int fixed = geo::AttentionMmaStaticSmemBytes(static_cast<int>(g), static_cast<int>(a.head_dim),
                                                            static_cast<int>(nw), static_cast<int>(splits),
