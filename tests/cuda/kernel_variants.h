@@ -67,7 +67,8 @@ struct OpVariant {
 // grabs), one warp a CTA and three splits (tiles grabbed at 64 positions; after the grid wait),
 // grabs of three tiles on two splits (the second static grab ends past the sequence), and two
 // warps a CTA with a split per position (splits without a grab: empty partials); with S's hi and
-// lo MMAs in chains of their own (JLLM_ATTN_SCORE_CHAINS=2), alone and with the head ops fused.
+// lo MMAs in one chain (JLLM_ATTN_SCORE_CHAINS=1, the default through stop 41; 2 since), alone and
+// with the head ops fused.
 // attention_mma.cu's
 // variants run on the f16 cases only (the other caches run attention_rows.cu). The splits' merge
 // with the first batch of accs loaded with the maxima (JLLM_ATTN_MERGE_FIRST), for each kernel
@@ -280,8 +281,8 @@ inline std::vector<OpVariant> CudaKernelVariants() {
        {{"JLLM_ATTN_FUSE_HEAD", "1"}, {"JLLM_ATTN_EARLY", "0"}, {"JLLM_ATTN_NW", "1"}, {"JLLM_ATTN_MINCHUNK", "1"},
         {"JLLM_ATTN_SPLITS", "2"}},
        VariantCases::kGemvHead},
-      {"attention_mma_score_chains2", {{"JLLM_ATTN_SCORE_CHAINS", "2"}}, VariantCases::kAttentionF16},
-      {"attention_mma_head_ops_score_chains2", {{"JLLM_ATTN_FUSE_HEAD", "1"}, {"JLLM_ATTN_SCORE_CHAINS", "2"}},
+      {"attention_mma_score_chains1", {{"JLLM_ATTN_SCORE_CHAINS", "1"}}, VariantCases::kAttentionF16},
+      {"attention_mma_head_ops_score_chains1", {{"JLLM_ATTN_FUSE_HEAD", "1"}, {"JLLM_ATTN_SCORE_CHAINS", "1"}},
        VariantCases::kGemvHead},
       {"attention_mma_ring2_nw1", {{"JLLM_ATTN_RING", "2"}, {"JLLM_ATTN_NW", "1"}, {"JLLM_ATTN_MINCHUNK", "256"}},
        VariantCases::kAttentionF16},

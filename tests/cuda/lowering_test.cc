@@ -467,8 +467,8 @@ TEST(Lowering, AttentionPrefetchAheadOnlyOnTheRegisterTiles) {
   EXPECT_EQ(ahead({{"JLLM_ATTN_AHEAD", "2"}, {"JLLM_ATTN_RING", "2"}}), Defines{"JLLM_AHEAD=0"});
 }
 
-// JLLM_ATTN_SCORE_CHAINS: attention_mma.cu's S MMAs in one accumulator chain (1, the default) or
-// q's hi and lo halves apart (2); a value outside 1..2 is ignored (the default).
+// JLLM_ATTN_SCORE_CHAINS: attention_mma.cu's S MMAs in one accumulator chain (1) or q's hi and lo
+// halves apart (2, the default); a value outside 1..2 is ignored (the default).
 TEST(Lowering, AttentionScoreChainsFromTheirSwitch) {
   auto g = testing::PresetGraph("4b");
   ASSERT_TRUE(g.ok()) << g.status();
@@ -476,9 +476,9 @@ TEST(Lowering, AttentionScoreChainsFromTheirSwitch) {
     return DecodeAttentionDefines(*g, std::move(vars), {"JLLM_SCORE_CHAINS="});
   };
   using Defines = std::set<std::string>;
-  EXPECT_EQ(chains({}), Defines{"JLLM_SCORE_CHAINS=1"});
-  EXPECT_EQ(chains({{"JLLM_ATTN_SCORE_CHAINS", "2"}}), Defines{"JLLM_SCORE_CHAINS=2"});
-  EXPECT_EQ(chains({{"JLLM_ATTN_SCORE_CHAINS", "3"}}), Defines{"JLLM_SCORE_CHAINS=1"});
+  EXPECT_EQ(chains({}), Defines{"JLLM_SCORE_CHAINS=2"});
+  EXPECT_EQ(chains({{"JLLM_ATTN_SCORE_CHAINS", "1"}}), Defines{"JLLM_SCORE_CHAINS=1"});
+  EXPECT_EQ(chains({{"JLLM_ATTN_SCORE_CHAINS", "3"}}), Defines{"JLLM_SCORE_CHAINS=2"});
 }
 
 // JLLM_ATTN_DYNAMIC: attention_mma.cu's grabs of tiles, 0 by default, only on the register tiles,

@@ -74,7 +74,7 @@
 // JLLM_SCORE_CHAINS 2: S's hi and lo MMAs accumulate apart and are added after the k steps, so
 // each of a tile's dependent MMA chains is D / 16 long instead of D / 8 (four chains of 8 for
 // D 128 instead of two of 16): at a short context a warp's one tile is a chain of MMA latencies,
-// not the tensor cores' rate. 1: one accumulator for both (the order through stop 41).
+// not the tensor cores' rate (the default since stop 42). 1: one accumulator for both.
 //
 // Constants (-D): JLLM_D (64 or 128), JLLM_H, JLLM_HK, JLLM_NSPLIT, JLLM_MINCHUNK, JLLM_NW,
 // JLLM_EARLY, JLLM_RING, JLLM_AHEAD, JLLM_DYNAMIC, JLLM_PREFETCH_LATE, JLLM_FUSED_HEAD, JLLM_NROT,

@@ -215,8 +215,9 @@ constexpr int kAttnRing = 0;
 // one (JLLM_ATTN_AHEAD; 0: none). Only without a ring.
 constexpr int kAttnAhead = 0;
 // attention_mma.cu's S = Q · K^T in this many dependent MMA chains a product (JLLM_ATTN_SCORE_CHAINS;
-// 2: q's hi and lo halves into accumulators of their own, half the chain's latency; 1: one).
-constexpr int kAttnScoreChains = 1;
+// 2, the default since stop 42: q's hi and lo halves into accumulators of their own, half the
+// chain's latency — H100 4b tg128 +0.15 %, @ d8192 +0.3 %, docs/PERF.md; 1: one).
+constexpr int kAttnScoreChains = 2;
 // attention_mma.cu's warps take the sequence in grabs of this many tiles from a counter per kv
 // head (JLLM_ATTN_DYNAMIC; 0: fixed chunks per split). Only on the register tiles, without AHEAD.
 constexpr int kAttnDynamic = 0;
