@@ -68,7 +68,8 @@ struct OpVariant {
 // grabs of three tiles on two splits (the second static grab ends past the sequence), and two
 // warps a CTA with a split per position (splits without a grab: empty partials); with S's hi and
 // lo MMAs in one chain (JLLM_ATTN_SCORE_CHAINS=1, the default through stop 41; 2 since), alone and
-// with the head ops fused.
+// with the head ops fused; with the next kernel let launch once the tiles are streamed, and
+// (with the head ops) once q is staged (JLLM_ATTN_DEPENDENTS=2, 1).
 // attention_mma.cu's
 // variants run on the f16 cases only (the other caches run attention_rows.cu). The splits' merge
 // with the first batch of accs loaded with the maxima (JLLM_ATTN_MERGE_FIRST), for each kernel
@@ -283,6 +284,9 @@ inline std::vector<OpVariant> CudaKernelVariants() {
        VariantCases::kGemvHead},
       {"attention_mma_score_chains1", {{"JLLM_ATTN_SCORE_CHAINS", "1"}}, VariantCases::kAttentionF16},
       {"attention_mma_head_ops_score_chains1", {{"JLLM_ATTN_FUSE_HEAD", "1"}, {"JLLM_ATTN_SCORE_CHAINS", "1"}},
+       VariantCases::kGemvHead},
+      {"attention_mma_dependents2", {{"JLLM_ATTN_DEPENDENTS", "2"}}, VariantCases::kAttentionF16},
+      {"attention_mma_head_ops_dependents1", {{"JLLM_ATTN_FUSE_HEAD", "1"}, {"JLLM_ATTN_DEPENDENTS", "1"}},
        VariantCases::kGemvHead},
       {"attention_mma_ring2_nw1", {{"JLLM_ATTN_RING", "2"}, {"JLLM_ATTN_NW", "1"}, {"JLLM_ATTN_MINCHUNK", "256"}},
        VariantCases::kAttentionF16},

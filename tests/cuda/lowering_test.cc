@@ -481,6 +481,23 @@ TEST(Lowering, AttentionScoreChainsFromTheirSwitch) {
   EXPECT_EQ(chains({{"JLLM_ATTN_SCORE_CHAINS", "3"}}), Defines{"JLLM_SCORE_CHAINS=2"});
 }
 
+// JLLM_ATTN_DEPENDENTS: where attention_mma.cu lets the next kernel launch, 0 by default; 1 and 2
+// only on the early register tiles (a ring or a late first tile lowers 0).
+TEST(Lowering, AttentionDependentsOnlyOnTheEarlyRegisterTiles) {
+  auto g = testing::PresetGraph("4b");
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto dependents = [&](std::vector<std::pair<std::string, std::string>> vars) {
+    return DecodeAttentionDefines(*g, std::move(vars), {"JLLM_DEPENDENTS="});
+  };
+  using Defines = std::set<std::string>;
+  EXPECT_EQ(dependents({}), Defines{"JLLM_DEPENDENTS=0"});
+  EXPECT_EQ(dependents({{"JLLM_ATTN_DEPENDENTS", "2"}}), Defines{"JLLM_DEPENDENTS=2"});
+  EXPECT_EQ(dependents({{"JLLM_ATTN_DEPENDENTS", "1"}}), Defines{"JLLM_DEPENDENTS=1"});
+  EXPECT_EQ(dependents({{"JLLM_ATTN_DEPENDENTS", "2"}, {"JLLM_ATTN_RING", "2"}}), Defines{"JLLM_DEPENDENTS=0"});
+  EXPECT_EQ(dependents({{"JLLM_ATTN_DEPENDENTS", "2"}, {"JLLM_ATTN_EARLY", "0"}}), Defines{"JLLM_DEPENDENTS=0"});
+  EXPECT_EQ(dependents({{"JLLM_ATTN_DEPENDENTS", "3"}}), Defines{"JLLM_DEPENDENTS=0"});
+}
+
 // JLLM_ATTN_DYNAMIC: attention_mma.cu's grabs of tiles, 0 by default, only on the register tiles,
 // and it takes AHEAD's place (the prefetch follows fixed chunks); the decode launch counts a
 // grab counter per kv head after the tickets either way.

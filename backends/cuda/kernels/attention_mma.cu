@@ -76,9 +76,14 @@
 // D 128 instead of two of 16): at a short context a warp's one tile is a chain of MMA latencies,
 // not the tensor cores' rate (the default since stop 42). 1: one accumulator for both.
 //
+// JLLM_DEPENDENTS (EARLY 1, RING 0): where a working CTA lets the next kernel launch (its
+// prologue, and the next GEMV's ring burst before its grid wait, then run beside this kernel's
+// chain of round trips): 0 right after the grid wait, 1 once q is staged, 2 once the CTA's tiles
+// are streamed (before the warps' merge). Idle splits let it launch at once.
+//
 // Constants (-D): JLLM_D (64 or 128), JLLM_H, JLLM_HK, JLLM_NSPLIT, JLLM_MINCHUNK, JLLM_NW,
 // JLLM_EARLY, JLLM_RING, JLLM_AHEAD, JLLM_DYNAMIC, JLLM_PREFETCH_LATE, JLLM_FUSED_HEAD, JLLM_NROT,
-// JLLM_SCORE_CHAINS
+// JLLM_SCORE_CHAINS, JLLM_DEPENDENTS
 // (rotated dimensions, with FUSED_HEAD), JLLM_MERGE_FIRST, JLLM_MERGE_ONE_FENCE
 // (attention_merge.cuh).
 #include "attention_merge.cuh"
@@ -107,6 +112,10 @@ constexpr bool kPrefetchLate = JLLM_PREFETCH_LATE;
 constexpr bool kFusedHead = JLLM_FUSED_HEAD;
 constexpr int kRot = JLLM_NROT;
 constexpr int kScoreChains = JLLM_SCORE_CHAINS;
+#ifndef JLLM_DEPENDENTS
+#define JLLM_DEPENDENTS 0
+#endif
+constexpr int kDependents = JLLM_DEPENDENTS;
 constexpr int kThreads = 32 * kNw;
 constexpr int kTile = 16;            // positions per warp step: one MMA k step of P · V
 constexpr int kKSteps = kD / 16;     // of S = Q · K^T
@@ -129,6 +138,8 @@ static_assert(kDynamic >= 0 && (kDynamic == 0 || (kRing == 0 && kAhead == 0)), "
 static_assert(kPieces * 32 * 16 == geo::AttentionMmaTileBytes(kD), "launch_geometry.h sizes a ring slot as this");
 static_assert(!kFusedHead || (kRing == 0 && kDynamic == 0),
               "FUSED_HEAD: register tiles in fixed chunks (the newest position's warp known from the position)");
+static_assert(kDependents >= 0 && kDependents <= 2 && (kDependents == 0 || (kEarly && kRing == 0)),
+              "DEPENDENTS 1 or 2: the register tiles loaded early");
 static_assert(kScoreChains == 1 || kScoreChains == 2, "SCORE_CHAINS: 1 (hi and lo into one accumulator) or 2");
 static_assert(!kFusedHead || (kRot > 0 && kRot % 64 == 0 && kRot <= kD),
               "FUSED_HEAD: n_rot a multiple of 64 (q's RoPE pairs in one lane of the MMA layout)");
@@ -344,7 +355,7 @@ JLLM_KERNEL(attention_mma, jllm::cuda::AttentionArgs, kThreads, 1) {
       if (first < p_end) load_tile(first, kOld);
       if constexpr (kFusedHead) LaneRopeAngles(args.head, p_new, rope_cos, rope_sin);  // before the wait
       JLLM_GRID_WAIT();  // q and the newest cache row come from head_ops (FUSED_HEAD: the raw ones
-      JLLM_LAUNCH_DEPENDENTS();  // from the QKV GEMV)
+      if constexpr (kDependents == 0) JLLM_LAUNCH_DEPENDENTS();  // from the QKV GEMV)
     }
     // q of head g (zero past G), lane t's dimensions 8(4i + t) .. + 7 of each 32, as float4s:
     // k steps 2i, 2i + 1 take 8(4i + t) .. + 3 and + 4 .. + 7, as the K pieces hold them.
@@ -391,6 +402,7 @@ JLLM_KERNEL(attention_mma, jllm::cuda::AttentionArgs, kThreads, 1) {
       SplitPair(qv[k].z, qv[k].w, q_hi[2 * k + 1], q_lo[2 * k + 1]);
     }
     JLLM_TRACE_MARK();  // q staged (the trace's "staging": the grid wait to here)
+    if constexpr (kDependents == 1) JLLM_LAUNCH_DEPENDENTS();
     float m = JLLM_NEG_INF, l = 0.f;  // head g's, identical in the 4 lanes of g
     float o[kNTiles][4];              // O's accumulators; [j][0..1]: head g, n tile j columns 2t, 2t + 1
 #pragma unroll
@@ -499,6 +511,7 @@ JLLM_KERNEL(attention_mma, jllm::cuda::AttentionArgs, kThreads, 1) {
       }
     }
     JLLM_TRACE_STREAMED();  // the trace's "stream" ends at the last warp's last tile, its "tail" is the merges
+    if constexpr (kDependents == 2) JLLM_LAUNCH_DEPENDENTS();
     // The warp's (max, sum, acc) to shared memory: lane (g, t) holds head g's columns 2t and
     // 2t + 1 of every n tile j, dimensions 64(j / 8) + 16t + j % 8 and that + 8.
     if (g < kG) {

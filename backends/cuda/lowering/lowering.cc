@@ -49,8 +49,8 @@ static_assert(static_cast<int>(ir::KvDType::kF16) == 0 && static_cast<int>(ir::K
 // JLLM_GEMV_SPREAD, JLLM_GEMV_LATE_NORM, JLLM_GEMV_LAZY_SCALE, JLLM_GEMV_X_LANES, JLLM_GEMV_PAIRS, JLLM_GEMV_PAIRS_MIN_MIB;
 // JLLM_GEMM_MMA, JLLM_PREFETCH (lowering.h), JLLM_GEMM_BN, JLLM_GEMM_BM, JLLM_GEMM_XSPLIT,
 // JLLM_GEMM_MINB, JLLM_GEMM_PAIR; JLLM_ATTN_SPLITS, JLLM_ATTN_MINCHUNK, JLLM_ATTN_NW, JLLM_ATTN_RING,
-// JLLM_ATTN_AHEAD, JLLM_ATTN_DYNAMIC, JLLM_ATTN_SCORE_CHAINS, JLLM_ATTN_MERGE_FIRST, JLLM_ATTN_MERGE_ONE_FENCE
-// (decode attention);
+// JLLM_ATTN_AHEAD, JLLM_ATTN_DYNAMIC, JLLM_ATTN_SCORE_CHAINS, JLLM_ATTN_DEPENDENTS, JLLM_ATTN_MERGE_FIRST,
+// JLLM_ATTN_MERGE_ONE_FENCE (decode attention);
 // JLLM_LOGITS_NORM. A value
 // that cannot be used is ignored with a warning.
 // GEMV (docs/PERF.md, "GEMV v3", "int16 activations", "shared-memory ring"): two rows (or the
@@ -218,6 +218,10 @@ constexpr int kAttnAhead = 0;
 // 2, the default since stop 42: q's hi and lo halves into accumulators of their own, half the
 // chain's latency — H100 4b tg128 +0.15 %, @ d8192 +0.3 %, docs/PERF.md; 1: one).
 constexpr int kAttnScoreChains = 2;
+// Where attention_mma.cu's working CTAs let the next kernel launch (JLLM_ATTN_DEPENDENTS): 0 after
+// the grid wait (the default), 1 once q is staged, 2 once the tiles are streamed; 1 and 2 only
+// with the first tile early (JLLM_ATTN_EARLY=1) and no ring.
+constexpr int kAttnDependents = 0;
 // attention_mma.cu's warps take the sequence in grabs of this many tiles from a counter per kv
 // head (JLLM_ATTN_DYNAMIC; 0: fixed chunks per split). Only on the register tiles, without AHEAD.
 constexpr int kAttnDynamic = 0;
@@ -1232,7 +1236,8 @@ class Lowerer {
       defines.push_back(D("JLLM_MINCHUNK", TuningOverride("JLLM_ATTN_MINCHUNK", (mma ? 16 : 32) * nw)));
       if (!mma) defines.push_back(D("JLLM_KV", static_cast<int>(kv)));
       if (mma) {
-        defines.push_back(D("JLLM_EARLY", TuningOverride("JLLM_ATTN_EARLY", kAttnEarly, /*min=*/0, /*max=*/1)));
+        const int64_t early = TuningOverride("JLLM_ATTN_EARLY", kAttnEarly, /*min=*/0, /*max=*/1);
+        defines.push_back(D("JLLM_EARLY", early));
         defines.push_back(D("JLLM_PREFETCH_LATE", PrefetchMode() == 2));
         defines.push_back(D("JLLM_FUSED_HEAD", head != nullptr));
         defines.push_back(
@@ -1248,6 +1253,9 @@ class Lowerer {
         }
         if (ring < 2) ring = 0;
         defines.push_back(D("JLLM_RING", ring));
+        defines.push_back(D("JLLM_DEPENDENTS", early == 1 && ring == 0
+                                                   ? TuningOverride("JLLM_ATTN_DEPENDENTS", kAttnDependents, 0, 2)
+                                                   : 0));
         const int64_t dynamic =
             ring > 0 ? 0 : TuningOverride("JLLM_ATTN_DYNAMIC", kAttnDynamic, /*min=*/0, /*max=*/64);
         defines.push_back(D("JLLM_DYNAMIC", dynamic));
