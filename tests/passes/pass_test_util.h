@@ -173,7 +173,9 @@ inline void ExpectAttributesMatchConfig(std::string_view text) {
       EXPECT_EQ(a->eps, c.rms_eps) << where;
       ++checked;
     } else if (const auto* a = std::get_if<ir::MatMulAttrs>(&n.attrs)) {
-      if (a->norm_eps) EXPECT_EQ(*a->norm_eps, c.rms_eps) << where;
+      if (a->norm_eps) {
+        EXPECT_EQ(*a->norm_eps, c.rms_eps) << where;
+      }
       checked += a->norm_eps.has_value();
     } else if (const auto* a = std::get_if<ir::HeadRmsNormAttrs>(&n.attrs)) {
       EXPECT_EQ(a->eps, c.rms_eps) << where;
