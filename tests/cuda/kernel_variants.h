@@ -69,8 +69,7 @@ struct OpVariant {
 // warps a CTA with a split per position (splits without a grab: empty partials); with S's hi and
 // lo MMAs in one chain (JLLM_ATTN_SCORE_CHAINS=1, the default through stop 41; 2 since), alone and
 // with the head ops fused; with the next kernel let launch once the tiles are streamed, and
-// (with the head ops) once q is staged (JLLM_ATTN_DEPENDENTS=2, 1).
-// attention_mma.cu's
+// (with the head ops) once q is staged (JLLM_ATTN_DEPENDENTS=2, 1). attention_mma.cu's
 // variants run on the f16 cases only (the other caches run attention_rows.cu). The splits' merge
 // with the first batch of accs loaded with the maxima (JLLM_ATTN_MERGE_FIRST), for each kernel
 // with a split per position (up to 32 splits: two batches of 16 on the two-pair kernels), and

@@ -82,10 +82,9 @@
 // are streamed (before the warps' merge). Idle splits let it launch at once.
 //
 // Constants (-D): JLLM_D (64 or 128), JLLM_H, JLLM_HK, JLLM_NSPLIT, JLLM_MINCHUNK, JLLM_NW,
-// JLLM_EARLY, JLLM_RING, JLLM_AHEAD, JLLM_DYNAMIC, JLLM_PREFETCH_LATE, JLLM_FUSED_HEAD, JLLM_NROT,
-// JLLM_SCORE_CHAINS, JLLM_DEPENDENTS
-// (rotated dimensions, with FUSED_HEAD), JLLM_MERGE_FIRST, JLLM_MERGE_ONE_FENCE
-// (attention_merge.cuh).
+// JLLM_EARLY, JLLM_RING, JLLM_AHEAD, JLLM_DYNAMIC, JLLM_PREFETCH_LATE, JLLM_FUSED_HEAD, JLLM_NROT
+// (rotated dimensions, with FUSED_HEAD), JLLM_SCORE_CHAINS, JLLM_DEPENDENTS, JLLM_MERGE_FIRST,
+// JLLM_MERGE_ONE_FENCE (attention_merge.cuh).
 #include "attention_merge.cuh"
 #include "head_transform.cuh"
 #include "kernel_args.h"
@@ -112,9 +111,6 @@ constexpr bool kPrefetchLate = JLLM_PREFETCH_LATE;
 constexpr bool kFusedHead = JLLM_FUSED_HEAD;
 constexpr int kRot = JLLM_NROT;
 constexpr int kScoreChains = JLLM_SCORE_CHAINS;
-#ifndef JLLM_DEPENDENTS
-#define JLLM_DEPENDENTS 0
-#endif
 constexpr int kDependents = JLLM_DEPENDENTS;
 constexpr int kThreads = 32 * kNw;
 constexpr int kTile = 16;            // positions per warp step: one MMA k step of P · V
