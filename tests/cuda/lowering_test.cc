@@ -775,6 +775,35 @@ TEST(Lowering, GemvDAheadOnlyWhereRowsHaveScaleTails) {
   ExpectOnlyWhereRowsHaveScaleTails("JLLM_GEMV_D_AHEAD", "JLLM_D_AHEAD", "d-ahead");
 }
 
+// JLLM_GEMV_X_PROBE=1, a timing probe (gemv.cu X_PROBE): only when asked, and then on every GEMV
+// whose members all read int16 x by 1 or 2 lanes a run — all of 4b Q4_K_M's decode GEMVs — with
+// the label saying so; none with 8-bit x, 4 lanes a run or a bf16 model (f32 x), nor on 0.
+TEST(Lowering, GemvXProbeOnlyWhenAskedAndWhereXIsInt16Runs) {
+  // "every", "none" or the counts: launches with the define / with the label's word / in all.
+  auto probed = [](const std::string& type, const EnvVars& vars) -> std::string {
+    auto g = testing::PresetGraph("4b", type);
+    EXPECT_TRUE(g.ok()) << g.status();
+    if (!g.ok()) return "no graph";
+    const std::vector<KernelSpec> specs = DecodeGemvSpecs(*g, vars);
+    int defined = 0, labelled = 0;
+    for (const KernelSpec& s : specs) {
+      defined += Define(s, "JLLM_X_PROBE") == "1";
+      labelled += absl::StrContains(s.label, " x-probe");
+    }
+    const int all = static_cast<int>(specs.size());
+    if (all > 0 && defined == all && labelled == all) return "every";
+    if (defined == 0 && labelled == 0) return "none";
+    return absl::StrCat(defined, "/", labelled, "/", all);
+  };
+  EXPECT_EQ(probed("q4_k_m", {}), "none");
+  EXPECT_EQ(probed("q4_k_m", {{"JLLM_GEMV_X_PROBE", "0"}}), "none");
+  EXPECT_EQ(probed("q4_k_m", {{"JLLM_GEMV_X_PROBE", "1"}}), "every");
+  EXPECT_EQ(probed("q8_0", {{"JLLM_GEMV_X_PROBE", "1"}}), "every");
+  EXPECT_EQ(probed("q4_k_m", {{"JLLM_GEMV_X_PROBE", "1"}, {"JLLM_GEMV_X", "i8"}}), "none");
+  EXPECT_EQ(probed("q4_k_m", {{"JLLM_GEMV_X_PROBE", "1"}, {"JLLM_GEMV_X_LANES", "4"}}), "none");
+  EXPECT_EQ(probed("bf16", {{"JLLM_GEMV_X_PROBE", "1"}}), "none");
+}
+
 // The size rule's deeper ring: GEMV groups of at least 40 MiB of weights stream through 4 slots
 // a warp (2 of them issued before the grid wait, like the others' 3), the rest through 3. 14b:
 // gate+up (2 x 17408 x 5120 q4_K, 95.6 MiB) and the downs (5120 x 17408, q4_K 47.8 MiB, q6_K 69.7)

@@ -66,7 +66,11 @@
 // JLLM_EMBED (1, with
 // JLLM_EMBED_TYPE and JLLM_EMBED_V, the table's type and rows: the step's first GEMV, whose x is
 // the token's embedding row — every CTA dequantizes it as embed.cu would, 8 columns at a time in
-// the quantized-x pass, and CTA 0 writes it on as the residual stream; one launch a step fewer).
+// the quantized-x pass, and CTA 0 writes it on as the residual stream; one launch a step fewer),
+// JLLM_X_PROBE (1: a timing probe, not a mode — its results are wrong: staging as it would be if
+// the producer wrote x already quantized, int16 runs with their scales, so that the CTA only
+// copies them: half x's bytes loaded, contiguously, no norm, no scale search, no quantization, no
+// gamma; the lowering sets it only on GEMVs every member of which reads int16 x by 1 or 2 lanes a run).
 //
 // Lanes and rows: a member's row is read by LPR lanes (32, or 8 for pairs), each RPL rows
 // (JLLM_R, or 1 for pairs) per step; lane l reads unit l mod LPR of the step's rows
@@ -114,6 +118,10 @@ constexpr bool kArgmax = JLLM_ARGMAX;
 #endif
 constexpr bool kEmbed = JLLM_EMBED;
 constexpr int kEmbedType = JLLM_EMBED_TYPE, kEmbedRows = JLLM_EMBED_V;
+#ifndef JLLM_X_PROBE
+#define JLLM_X_PROBE 0
+#endif
+constexpr bool kXProbe = JLLM_X_PROBE;
 #ifndef JLLM_EARLY_SLOTS
 #define JLLM_EARLY_SLOTS (JLLM_RING > 0 ? JLLM_RING - 1 : 0)
 #endif
@@ -493,6 +501,23 @@ __device__ __forceinline__ void StageXqOf(const float (&v)[kXElems], float amax,
   }
 }
 
+// X_PROBE: member kM's share of staging this lane's words of the run at e, copied as they are
+// with a fixed scale (1/4096: int16 values of at most 8) and zero sums — no shuffles, as a copy of
+// the producer's runs would need none.
+template <int kM>
+__device__ __forceinline__ void StageProbeOf(const jllm_u32 (&q)[kXElems / 4], const jllm_u32 (&q_lo)[kXElems / 4],
+                                             bool live, int e, int j, float4* xs) {
+  constexpr float kD = 1.0f / 4096;
+  if (!live) return;
+  if constexpr (StagesRunXq<kM>()) {
+    StageRunXq<kM>(q, q_lo, kD, 0.f, e, j, xs);
+  } else if constexpr (StagesPairXq<kM>()) {
+    const int sums[4] = {0, 0, 0, 0};
+    WType<kWt[kM]>::template StageRun<kK / 64, kXPlanes, kXElems / 4>(reinterpret_cast<uint4*>(xs + SlotOf(kM) * kSlotFloat4),
+                                                                     e, j, q, q_lo, kD, sums);
+  }
+}
+
 // EMBED: the token's row of the embedding table (null for an out-of-vocabulary id, whose x is
 // zeros), after the grid wait. CTA 0 also records the token for the sampler's repetition penalty
 // and flags a bad id in the step state, as embed.cu does.
@@ -541,7 +566,7 @@ constexpr int kXqTrips = geo::CeilDiv(kK, kXElems * kThreads);
 constexpr int kXF4 = kXElems / 4;  // float4 a thread a trip
 constexpr bool kXqPass = StagesXq<0>() || StagesXq<1>() || StagesXq<2>() || StagesSums<0>() || StagesSums<1>() ||
                          StagesSums<2>();
-constexpr bool kEarlyGamma = kGammaEarly && kXqPass;  // (an f32-only GEMV stages without that pass)
+constexpr bool kEarlyGamma = kGammaEarly && kXqPass && !kXProbe;  // (an f32-only GEMV stages without that pass)
 // Gamma of those columns, loaded before the grid wait (GAMMA_EARLY; zeros past e1).
 struct EarlyGamma {
   float4 g[kEarlyGamma ? kXqTrips : 1][kXF4];
@@ -580,7 +605,9 @@ template <class AfterLoads>
 __device__ __forceinline__ float StageX(const jllm::cuda::GemvArgs& args, int s_lo, int s_hi, unsigned slots,
                                         float4* xs, const EarlyGamma& eg, double* scratch, AfterLoads&& after_loads) {
   float scale = 1.0f;
-  if constexpr (kNorm && !kLateNorm) scale = jllm_rms_scale(jllm_sum_squares(args.x, kK, scratch), kK, args.eps);
+  if constexpr (kNorm && !kLateNorm && !kXProbe) {
+    scale = jllm_rms_scale(jllm_sum_squares(args.x, kK, scratch), kK, args.eps);
+  }
   double squares = 0;  // LATE_NORM: this thread's share of Σx² (every column is staged: no split)
   const int e0 = StagedBegin(s_lo), e1 = StagedEnd(s_hi);
   constexpr bool kAnyF32 = StagesF32<0>() || StagesF32<1>() || StagesF32<2>();
@@ -588,6 +615,8 @@ __device__ __forceinline__ float StageX(const jllm::cuda::GemvArgs& args, int s_
   constexpr bool kXqLoop = kAnyXq || StagesSums<0>() || StagesSums<1>() || StagesSums<2>();
   static_assert(!kEmbed || (kLateNorm && kXqLoop && !kAnyF32 && kXElems % 8 == 0),
                 "EMBED dequantizes the row in the quantized-x pass, 8 columns at a time, with LATE_NORM");
+  static_assert(!kXProbe || (kAnyXq && !kAnyF32 && !kEmbed && kXPlanes == 2 && kXElems % 8 == 0),
+                "X_PROBE stands in for int16 runs of x, read by every member, by 1 or 2 lanes a run");
   const jllm_u8* erow = EmbedRow(args);
   if constexpr (!kXqLoop) after_loads();
   if constexpr (kAnyF32) {
@@ -621,6 +650,13 @@ __device__ __forceinline__ float StageX(const jllm::cuda::GemvArgs& args, int s_
           raw[it][i] = make_float4(d[4 * i], d[4 * i + 1], d[4 * i + 2], d[4 * i + 3]);
           if (blockIdx.x == 0 && e < e1) *reinterpret_cast<float4*>(args.embed_y + e + 4 * i) = raw[it][i];
         }
+      } else if constexpr (kXProbe) {
+        // The bytes int16 runs of these columns would take (2 a column, half the f32's), read as
+        // contiguously as they would lie: from the first half of the staged columns.
+#pragma unroll
+        for (int i = 0; i < kXF4; ++i) {
+          raw[it][i] = e < e1 && i < kXF4 / 2 ? LoadX4(args, e0 + (e - e0) / 2 + 4 * i) : make_float4(0.f, 0.f, 0.f, 0.f);
+        }
       } else {
 #pragma unroll
         for (int i = 0; i < kXF4; ++i) raw[it][i] = e < e1 ? LoadX4(args, e + 4 * i) : make_float4(0.f, 0.f, 0.f, 0.f);
@@ -632,6 +668,19 @@ __device__ __forceinline__ float StageX(const jllm::cuda::GemvArgs& args, int s_
       if (it >= trips) break;  // warp-uniform
       const int e = e0 + kXElems * static_cast<int>(threadIdx.x) + kXElems * kThreads * it;
       const bool live = e < e1;  // (the same for all lanes of a run: e1 is a multiple of 256)
+      if constexpr (kXProbe) {
+        // The loaded bits as the run's two planes, a fixed scale, zero sums: a copy, as staging
+        // would be with the producer's runs. Σx² as if every x² were 1 (an RMS scale near 1).
+        jllm_u32 q[kXElems / 4], q_lo[kXElems / 4];
+        const jllm_u32* bits = reinterpret_cast<const jllm_u32*>(&raw[it][0]);
+#pragma unroll
+        for (int i = 0; i < kXElems / 4; ++i) q[i] = bits[i], q_lo[i] = bits[kXElems / 4 + i];
+        if (live) squares += kXElems;
+        if (slots & 1u) StageProbeOf<0>(q, q_lo, live, e, j, xs);
+        if (slots & 2u) StageProbeOf<1>(q, q_lo, live, e, j, xs);
+        if (slots & 4u) StageProbeOf<2>(q, q_lo, live, e, j, xs);
+        continue;
+      }
       float v[kXElems];
 #pragma unroll
       for (int i = 0; i < kXF4; ++i) {

@@ -662,6 +662,14 @@ class Lowerer {
       defs.push_back(D("JLLM_EMBED_TYPE", static_cast<int>(table.type)));
       defs.push_back(D("JLLM_EMBED_V", table.dim(1)));
     }
+    // JLLM_GEMV_X_PROBE=1, a timing probe with wrong results (never a tuning knob): staging as a
+    // copy of x's int16 runs written by the producer (gemv.cu X_PROBE), to price that design
+    // before it is built (docs/PERF.md, "Producer-side x, priced by a probe").
+    bool x_probe = x_planes == 2 && x_lanes <= 2 && !embed && TuningOverride("JLLM_GEMV_X_PROBE", 0, 0, 1) != 0;
+    for (size_t m = 0; m < members.size() && x_probe; ++m) {
+      x_probe = layout::BlockElems(static_cast<int>(W(members[m]).type)) > 1;
+    }
+    if (x_probe) defs.push_back(D("JLLM_X_PROBE", 1));
     const ir::QkNormRopeKvAppendAttrs* ha = head != nullptr ? &head->attrs_as<ir::QkNormRopeKvAppendAttrs>() : nullptr;
     if (ha != nullptr) {
       defs.push_back(D("JLLM_HEAD", 1));
@@ -681,7 +689,7 @@ class Lowerer {
                                      slot_skip ? " slot-skip" : "",
                                      any_pairs ? " pairs" : "",
                                      ha != nullptr ? " +head_ops" : "", argmax ? " +argmax" : "",
-                                     embed ? " +embed" : ""),
+                                     embed ? " +embed" : "", x_probe ? " x-probe" : ""),
                         defs, 32 * nw);
     s.grid_x = row_groups * ksplit;  // at most one CTA an item
     // JLLM_GEMV_GRID=N: at most N CTAs (0, the default: as many as fit the SMs). Fewer than fit
