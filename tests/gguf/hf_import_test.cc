@@ -4,6 +4,8 @@
 // wrote the folder; the Q4_K_M mix is worked out by hand from FORMATS.md §4).
 #include "frontends/gguf/hf_import.h"
 
+#include <unistd.h>
+
 #include <bit>
 #include <cmath>
 #include <cstdio>
@@ -93,10 +95,22 @@ struct FolderOptions {
   std::string architectures = R"(["Qwen3ForCausalLM"])";
 };
 
+// The folder every checkpoint and GGUF of this process's tests is written under (CTest runs the
+// tests in parallel processes), removed when the process's tests end.
+const fs::path& WorkDir() {
+  static const fs::path* dir = new fs::path(fs::path(::testing::TempDir()) / ("jllm_hf_import_" + std::to_string(getpid())));
+  return *dir;
+}
+class RemoveWorkDir : public ::testing::Environment {
+ public:
+  void TearDown() override { fs::remove_all(WorkDir()); }
+};
+[[maybe_unused]] ::testing::Environment* const kRemoveWorkDir = ::testing::AddGlobalTestEnvironment(new RemoveWorkDir);
+
 // Shard 1: embedding, norm, lm_head and layer 0 in F32. Shard 2: layer 1 matrices in BF16 and
 // its norms in F16.
 std::string WriteFolder(const std::string& name, const FolderOptions& o = {}) {
-  const fs::path dir = fs::path(::testing::TempDir()) / name;
+  const fs::path dir = WorkDir() / name;
   fs::remove_all(dir);
   fs::create_directories(dir);
   std::ofstream(dir / "config.json") << R"({"architectures": )" << o.architectures
@@ -173,7 +187,7 @@ absl::StatusOr<std::unique_ptr<GgufFile>> Convert(const std::string& dir, SynthW
   o.weights = w;
   o.threads = 2;
   o.allow_no_tokenizer = true;  // most folders here carry no tokenizer files
-  const std::string out = ::testing::TempDir() + "/" + out_name;
+  const std::string out = (WorkDir() / out_name).string();
   auto summary = ImportHfCheckpoint(o, out);
   if (!summary.ok()) return summary.status();
   EXPECT_EQ(summary->shard_files.size(), 2u);
@@ -326,10 +340,11 @@ void ExpectImportError(const std::string& dir, const std::string& what,
   HfImportOptions o;
   o.dir = dir;
   o.allow_no_tokenizer = allow_no_tokenizer;
-  auto s = ImportHfCheckpoint(o, ::testing::TempDir() + "/hf_should_not_exist.gguf");
+  const std::string out = (WorkDir() / "hf_should_not_exist.gguf").string();
+  auto s = ImportHfCheckpoint(o, out);
   ASSERT_FALSE(s.ok()) << "expected an error about " << what;
   EXPECT_THAT(std::string(s.status().message()), HasSubstr(what));
-  EXPECT_FALSE(fs::exists(::testing::TempDir() + "/hf_should_not_exist.gguf"));
+  EXPECT_FALSE(fs::exists(out));
 }
 
 TEST(HfImportTest, RefusesWhatItCannotConvert) {
@@ -348,7 +363,7 @@ TEST(HfImportTest, RefusesWhatItCannotConvert) {
                     "linear");
   ExpectImportError(WriteFolder("hf_norope", With([](FolderOptions& o) { o.rope = R"("rope_scaling": null)"; })), "rope_theta");
   ExpectImportError(WriteFolder("hf_bias", With([](FolderOptions& o) { o.config_extra = R"(, "attention_bias": true)"; })), "attention_bias");
-  ExpectImportError(::testing::TempDir() + "/hf_no_such_dir", "config.json");
+  ExpectImportError((WorkDir() / "hf_no_such_dir").string(), "config.json");
   // No tokenizer.json: refused unless the placeholder vocabulary is asked for.
   ExpectImportError(WriteFolder("hf_no_tokenizer"), "--allow-no-tokenizer",
                     /*allow_no_tokenizer=*/false);

@@ -3,6 +3,7 @@
 // never a crash; every truncation of a valid file is refused.
 #include "frontends/gguf/safetensors_file.h"
 
+#include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/gguf/safetensors_builder.h"
+#include "tests/support/temp_files.h"
 
 namespace jllm::gguf {
 namespace {
@@ -72,7 +74,7 @@ TEST(SafetensorsTest, ReadsF32F16AndBf16) {
 }
 
 TEST(SafetensorsTest, OpensFromDiskAndNamesMissingFiles) {
-  const std::string path = ::testing::TempDir() + "/st_three.safetensors";
+  const std::string path = ::jllm::testing::TempPath("three.safetensors");
   testing::WriteBytes(path, ThreeDTypes());
   auto f = SafetensorsFile::Open(path);
   ASSERT_TRUE(f.ok()) << f.status();
@@ -82,6 +84,7 @@ TEST(SafetensorsTest, OpensFromDiskAndNamesMissingFiles) {
   auto missing = SafetensorsFile::Open(::testing::TempDir() + "/st_no_such.safetensors");
   ASSERT_FALSE(missing.ok());
   EXPECT_THAT(std::string(missing.status().message()), HasSubstr("st_no_such.safetensors"));
+  std::filesystem::remove(path);  // (the mapping stays valid until f goes)
 }
 
 TEST(SafetensorsTest, ScalarsEmptyTensorsAndOtherDTypes) {
