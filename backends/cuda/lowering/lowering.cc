@@ -652,10 +652,11 @@ class Lowerer {
     if (argmax) defs.push_back(D("JLLM_ARGMAX", 1));
     // EMBED: x is the token's embedding row, which the quantized-x pass dequantizes 8 columns at
     // a time in the pass that also sums x² (LATE_NORM: no K split).
-    embed = embed && norm && late_norm && ksplit == 1 && x_planes > 0 && 16 % (8 * x_lanes) == 0;
-    for (size_t m = 0; m < members.size() && embed; ++m) {
-      embed = layout::BlockElems(static_cast<int>(W(members[m]).type)) > 1;  // members that read quantized x
+    bool all_quantized = x_planes > 0;  // every member reads quantized x (a block type)
+    for (size_t m = 0; m < members.size() && all_quantized; ++m) {
+      all_quantized = layout::BlockElems(static_cast<int>(W(members[m]).type)) > 1;
     }
+    embed = embed && norm && late_norm && ksplit == 1 && all_quantized && 16 % (8 * x_lanes) == 0;
     if (embed) {
       const ir::WeightRef& table = W(embed_.table);
       defs.push_back(D("JLLM_EMBED", 1));
@@ -665,10 +666,8 @@ class Lowerer {
     // JLLM_GEMV_X_PROBE=1, a timing probe with wrong results (never a tuning knob): staging as a
     // copy of x's int16 runs written by the producer (gemv.cu X_PROBE), to price that design
     // before it is built (docs/PERF.md, "Producer-side x, priced by a probe").
-    bool x_probe = x_planes == 2 && x_lanes <= 2 && !embed && TuningOverride("JLLM_GEMV_X_PROBE", 0, 0, 1) != 0;
-    for (size_t m = 0; m < members.size() && x_probe; ++m) {
-      x_probe = layout::BlockElems(static_cast<int>(W(members[m]).type)) > 1;
-    }
+    const bool x_probe = x_planes == 2 && x_lanes <= 2 && all_quantized && !embed &&
+                         TuningOverride("JLLM_GEMV_X_PROBE", 0, 0, 1) != 0;
     if (x_probe) defs.push_back(D("JLLM_X_PROBE", 1));
     const ir::QkNormRopeKvAppendAttrs* ha = head != nullptr ? &head->attrs_as<ir::QkNormRopeKvAppendAttrs>() : nullptr;
     if (ha != nullptr) {
